@@ -1,0 +1,50 @@
+"""`sessionspec ...`: every subcommand lives in `sessionspec.commands.<name>`.
+
+Each command module exports `register(subparsers)`, which adds its parser and sets `handler`
+(a function from the parsed arguments to an exit code). Commands are discovered, not listed, so
+adding one never edits this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import sessionspec.commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sessionspec",
+        description="Executable specification and conformance oracle for the DeepSeek Harness session model.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_info in sorted(pkgutil.iter_modules(sessionspec.commands.__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"sessionspec.commands.{module_info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        code: int = handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of `sessionspec`, one module each (see `sessionspec.cli`)."""

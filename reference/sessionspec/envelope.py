@@ -1,0 +1,432 @@
+"""The event envelope, the session header, message shapes and request headers.
+
+These are the checks that need nothing but the event itself (and, for the header, the session
+id). They are the same on append and on seed (DESIGN decision 1): a log that `append` can build
+is a log that seeding accepts, so a live session can never write a log it cannot replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Literal, NoReturn, TypeAlias
+
+from sessionspec.catalog import (
+    ASSISTANT_MESSAGE,
+    END_SEED,
+    REQUEST_HEADER,
+    RETIRED_TYPES,
+    SURFACE_TYPES,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
+from sessionspec.errors import check
+from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int, is_safe_int, snapshot, thaw
+
+SESSION_FORMAT_VERSION: Final = 0
+ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
+HEADER_KEYS: Final = (
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "seedLength",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+)
+
+
+class _Immutable:
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} is immutable (SESSION-IMMUTABILITY.1)")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} is immutable (SESSION-IMMUTABILITY.1)")
+
+
+class Replace(_Immutable):
+    """`{op: "replace", start, end}`: shadow the surface range from node `start` to node `end`."""
+
+    __slots__ = ("end", "start")
+    start: int
+    end: int
+
+    def __init__(self, start: int, end: int) -> None:
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Replace) and (self.start, self.end) == (other.start, other.end)
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.end))
+
+    def __repr__(self) -> str:
+        return f"Replace(start={self.start}, end={self.end})"
+
+    def to_json(self) -> dict[str, Json]:
+        return {"op": "replace", "start": self.start, "end": self.end}
+
+
+APPEND: Final = "append"
+SurfaceOp: TypeAlias = Literal["append"] | Replace
+
+
+class Event(_Immutable):
+    """One logged fact. Immutable; `data` is frozen JSON; `source_event_seqs` a FrozenList."""
+
+    __slots__ = ("data", "ignorable", "seq", "source_event_seqs", "surface_op", "time", "type")
+    type: str
+    seq: int
+    time: int
+    data: Json
+    surface_op: SurfaceOp | None
+    source_event_seqs: FrozenList | None
+    ignorable: bool
+
+    def __init__(
+        self,
+        type: str,
+        seq: int,
+        time: int,
+        data: Json,
+        surface_op: SurfaceOp | None = None,
+        source_event_seqs: FrozenList | None = None,
+        ignorable: bool = False,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "type", type)
+        setter(self, "seq", seq)
+        setter(self, "time", time)
+        setter(self, "data", data)
+        setter(self, "surface_op", surface_op)
+        setter(self, "source_event_seqs", source_event_seqs)
+        setter(self, "ignorable", ignorable)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.type, self.seq, self.time, self.data, self.surface_op, self.source_event_seqs, self.ignorable)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.seq, self.time))
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.surface_op is not None:
+            extra += f", surface_op={self.surface_op!r}"
+        if self.source_event_seqs is not None:
+            extra += f", source_event_seqs={list(self.source_event_seqs)!r}"
+        if self.ignorable:
+            extra += ", ignorable=True"
+        return f"Event({self.type!r}, seq={self.seq}, time={self.time}, data={self.data!r}{extra})"
+
+    def to_json(self) -> dict[str, Json]:
+        """The plain JSON envelope, in canonical key order: type, seq, time, data, sourceEventSeqs, surfaceOp, ignorable."""
+        out: dict[str, Json] = {"type": self.type, "seq": self.seq, "time": self.time, "data": thaw(self.data)}
+        if self.source_event_seqs is not None:
+            out["sourceEventSeqs"] = list(self.source_event_seqs)
+        if self.surface_op is not None:
+            out["surfaceOp"] = self.surface_op if isinstance(self.surface_op, str) else self.surface_op.to_json()
+        if self.ignorable:
+            out["ignorable"] = True
+        return out
+
+    def replace_seq(self, seq: int, time: int | None = None) -> Event:
+        """The same fact at another position (used by repair and tests; never changes `self`)."""
+        return Event(self.type, seq, self.time if time is None else time, self.data, self.surface_op, self.source_event_seqs, self.ignorable)
+
+
+# --- the envelope ---------------------------------------------------------------------------
+
+
+def check_type(event_type: object, *, seq: int | None = None, index: int | None = None) -> None:
+    # SESSION-EVENT-ENVELOPE.2: the type discriminates the union; a missing or empty one names nothing.
+    check(type(event_type) is str and event_type != "", "SESSION-EVENT-ENVELOPE.2",
+          f"event type must be a non-empty string, got {event_type!r}", seq=seq, index=index)
+
+
+def parse_surface_op(event_type: str, raw: Json, *, seq: int | None = None, index: int | None = None) -> SurfaceOp:
+    """SESSION-SURFACE-PROJECTION.4: the marker is "append" or exactly {op: "replace", start, end}."""
+    if isinstance(raw, Replace):
+        raw = raw.to_json()
+    if raw == APPEND and type(raw) is str:
+        return APPEND
+    is_replace = (
+        isinstance(raw, dict)
+        and set(raw) == {"op", "start", "end"}
+        and raw["op"] == "replace"
+        and type(raw["op"]) is str
+        and is_nonneg_safe_int(raw["start"])
+        and is_nonneg_safe_int(raw["end"])
+    )
+    check(is_replace, "SESSION-SURFACE-PROJECTION.4",
+          f"session event {event_type!r} carries an invalid surfaceOp {thaw(raw)!r}", seq=seq, index=index)
+    return Replace(raw["start"], raw["end"])
+
+
+def parse_sources(event_type: str, seq: int, raw: Json, *, index: int | None = None) -> FrozenList:
+    """SESSION-SURFACE-PROVENANCE.1-.5: the checks a source list needs nothing but its event for."""
+    # .1 A source list is an array: order is free, but it is a list of seqs.
+    check(isinstance(raw, list), "SESSION-SURFACE-PROVENANCE.1",
+          f"sourceEventSeqs on event at seq {seq} must be an array when present", seq=seq, index=index)
+    # .2 [] means "a provider stream known to be empty", which only an assistant message can be.
+    check(len(raw) > 0 or event_type == ASSISTANT_MESSAGE, "SESSION-SURFACE-PROVENANCE.2",
+          f"sourceEventSeqs must not be empty except on {ASSISTANT_MESSAGE}", seq=seq, index=index)
+    # .3 Sources are seqs: non-negative safe integers (a bool is not a number).
+    for source in raw:
+        check(is_nonneg_safe_int(source), "SESSION-SURFACE-PROVENANCE.3",
+              f"session event {event_type!r} sourceEventSeqs must densely contain non-negative safe integers, got {source!r}",
+              seq=seq, index=index)
+    # .4 A source named twice says nothing more and hides a producer bug.
+    check(len(set(raw)) == len(raw), "SESSION-SURFACE-PROVENANCE.4", "sourceEventSeqs must not contain duplicates",
+          seq=seq, index=index)
+    # .5 Provenance points back in time: a fact cannot derive from itself or the future.
+    late = [source for source in raw if source >= seq]
+    check(not late, "SESSION-SURFACE-PROVENANCE.5",
+          f"sourceEventSeqs must reference earlier events: {late[0] if late else ''} >= current seq {seq}",
+          seq=seq, index=index)
+    return raw if isinstance(raw, FrozenList) else FrozenList(raw)
+
+
+def build_event(
+    event_type: Json,
+    seq: int,
+    time: int,
+    data: Json,
+    surface_op: Json = None,
+    source_event_seqs: Json = None,
+    ignorable: bool = False,
+    *,
+    has_surface_op: bool | None = None,
+    has_sources: bool | None = None,
+    index: int | None = None,
+) -> Event:
+    """Build an Event from already-snapshotted parts, checking everything the event alone decides.
+
+    `has_surface_op` and `has_sources` distinguish a present `null` from an absent key (a log-only
+    event may carry neither, not even as null); they default to "present when not None".
+    """
+    check_type(event_type, seq=seq, index=index)
+    has_op = surface_op is not None if has_surface_op is None else has_surface_op
+    has_src = source_event_seqs is not None if has_sources is None else has_sources
+    surface = event_type in SURFACE_TYPES
+    # SESSION-EVENT-ENVELOPE.7: dropping a surface event changes what the model sees, so it is never ignorable.
+    check(not (ignorable and surface), "SESSION-EVENT-ENVELOPE.7",
+          f"surface event {event_type!r} cannot be ignorable", seq=seq, index=index)
+    # SESSION-CORE-EVENTS.2: a retired type would be read with semantics no current reader has.
+    check(event_type not in RETIRED_TYPES, "SESSION-CORE-EVENTS.2",
+          f"session event {event_type!r} uses an unsupported legacy format", seq=seq, index=index)
+    if event_type == END_SEED:
+        # SESSION-CORE-EVENTS.1: the marker carries no payload; data would be a second channel.
+        check(isinstance(data, dict) and len(data) == 0, "SESSION-CORE-EVENTS.1",
+              f"{END_SEED} must carry {{}} as data", seq=seq, index=index)
+    if not surface:
+        # SESSION-SURFACE-PROJECTION.1: only surface types enter the surface.
+        check(not has_op, "SESSION-SURFACE-PROJECTION.1",
+              f"session event {event_type!r} is not surface-eligible and cannot carry surfaceOp", seq=seq, index=index)
+        # SESSION-SURFACE-PROJECTION.2: provenance is surface metadata; a log-only event has none.
+        check(not has_src, "SESSION-SURFACE-PROJECTION.2",
+              f"session event {event_type!r} is not surface-eligible and cannot carry sourceEventSeqs", seq=seq, index=index)
+        return Event(event_type, seq, time, data, None, None, ignorable)
+    # SESSION-SURFACE-PROJECTION.3: a surface event without a marker would vanish from the model's history.
+    check(has_op, "SESSION-SURFACE-PROJECTION.3",
+          f"session event {event_type!r} is surface-eligible and requires a surfaceOp marker", seq=seq, index=index)
+    op = parse_surface_op(event_type, surface_op, seq=seq, index=index)
+    sources = parse_sources(event_type, seq, source_event_seqs, index=index) if has_src else None
+    return Event(event_type, seq, time, data, op, sources, ignorable)
+
+
+def parse_event(raw: Json, index: int) -> Event:
+    """An event from its JSON envelope (a seed entry, a protocol request, a stored line).
+
+    `raw` may be an Event already (a seed taken from another session's events).
+    """
+    if isinstance(raw, Event):
+        raw = raw.to_json()
+    value = snapshot(raw)
+    # SESSION-EVENT-ENVELOPE.1: the envelope is closed; an unknown key is a format this build cannot read.
+    check(isinstance(value, dict), "SESSION-EVENT-ENVELOPE.1", "event is not a JSON object", index=index)
+    extra = sorted(set(value) - ENVELOPE_KEYS)
+    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"event has unknown envelope keys {extra}", index=index)
+    check_type(value.get("type"), index=index)
+    seq = value.get("seq")
+    # SESSION-EVENT-ENVELOPE.3: seq is the one ordering authority.
+    check(is_nonneg_safe_int(seq), "SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {seq!r}",
+          index=index)
+    time = value.get("time")
+    # SESSION-EVENT-ENVELOPE.4: time is a wall-clock record, any safe integer; it orders nothing.
+    check(is_safe_int(time), "SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {time!r}", seq=seq, index=index)
+    # SESSION-EVENT-ENVELOPE.5: every event has a payload, even if it is null.
+    check("data" in value, "SESSION-EVENT-ENVELOPE.5", "event has no data", seq=seq, index=index)
+    ignorable = value.get("ignorable", True)
+    # SESSION-EVENT-ENVELOPE.6: ignorable is a flag a writer sets; false or "yes" is a different format.
+    check(ignorable is True, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {ignorable!r}",
+          seq=seq, index=index)
+    return build_event(
+        value["type"], seq, time, value["data"], value.get("surfaceOp"), value.get("sourceEventSeqs"),
+        "ignorable" in value, has_surface_op="surfaceOp" in value, has_sources="sourceEventSeqs" in value, index=index,
+    )
+
+
+# --- content: message shapes and request headers ---------------------------------------------
+
+
+def message_of(event_type: str, data: Json) -> Json:
+    """The message an event of a surface type carries: the data itself for user/message."""
+    if event_type == USER_MESSAGE:
+        return data
+    return data.get("message") if isinstance(data, dict) else None
+
+
+def _nonempty_str(value: object) -> bool:
+    return type(value) is str and value != ""
+
+
+def check_message_shape(event: Event, *, index: int | None = None) -> None:
+    """SESSION-MESSAGE-SHAPE: the three surface types carry messages a provider request can hold."""
+    seq, kind = event.seq, event.type
+    message: Json = message_of(kind, event.data)
+    # .1 An identified message: derivation shares it by identity, and repair and replace name it.
+    check(isinstance(message, dict) and _nonempty_str(message.get("id")), "SESSION-MESSAGE-SHAPE.1",
+          f"{kind} lacks an identified message", seq=seq, index=index)
+    role = "assistant" if kind == ASSISTANT_MESSAGE else "user"
+    # .2 The role follows the type: tool results travel as user-role messages.
+    check(message.get("role") == role and type(message.get("role")) is str, "SESSION-MESSAGE-SHAPE.2",
+          f'{kind} message must have role "{role}"', seq=seq, index=index)
+    source: Json = message.get("source")
+    # .3 The source says who produced the message.
+    check(isinstance(source, dict) and _nonempty_str(source.get("kind")), "SESSION-MESSAGE-SHAPE.3",
+          f"{kind} message has invalid source", seq=seq, index=index)
+    content = message.get("content")
+    # .4 Content is a list of blocks.
+    check(isinstance(content, list), "SESSION-MESSAGE-SHAPE.4", f"{kind} message has invalid content", seq=seq, index=index)
+    if kind == ASSISTANT_MESSAGE:
+        # .5 An assistant message names the provider and model that produced it.
+        check(source.get("kind") == "model" and _nonempty_str(source.get("provider")) and _nonempty_str(source.get("model")),
+              "SESSION-MESSAGE-SHAPE.5", f"{kind} message must have model source", seq=seq, index=index)
+    elif kind == TOOL_RESULT:
+        # .6 A tool result names the call it answers.
+        check(source.get("kind") == "tool" and _nonempty_str(source.get("callId")), "SESSION-MESSAGE-SHAPE.6",
+              f"{kind} message must have tool source", seq=seq, index=index)
+        # .7 Exactly one tool-result block, so a rewrite has one content to change.
+        block: Json = content[0] if len(content) == 1 else None
+        check(isinstance(block, dict) and block.get("type") == "tool-result" and isinstance(block.get("content"), list),
+              "SESSION-MESSAGE-SHAPE.7", f"{kind} message must contain one tool-result block", seq=seq, index=index)
+        # .8 The block answers the same call the source names.
+        check(block.get("toolCallId") == source.get("callId"), "SESSION-MESSAGE-SHAPE.8",
+              f"{kind} message has mismatched tool call ids", seq=seq, index=index)
+
+
+def check_request_header(event: Event, *, index: int | None = None) -> None:
+    """SESSION-REQUEST-HEADER: a request/header snapshot a provider adapter can be built from."""
+    seq, data = event.seq, event.data
+    header: Json = data.get("header") if isinstance(data, dict) else None
+    config: Json = header.get("config") if isinstance(header, dict) else None
+    # .1 The header names its provider and model.
+    check(isinstance(config, dict) and _nonempty_str(config.get("provider")) and _nonempty_str(config.get("model")),
+          "SESSION-REQUEST-HEADER.1", f"{REQUEST_HEADER} lacks provider/model", seq=seq, index=index)
+    # .2 A reasoning effort, when set, is a named level.
+    check("reasoningEffort" not in config or _nonempty_str(config["reasoningEffort"]), "SESSION-REQUEST-HEADER.2",
+          f"{REQUEST_HEADER} has an invalid reasoningEffort", seq=seq, index=index)
+    if "adapterDefaults" in header:
+        defaults = header["adapterDefaults"]
+        # .3 adapterDefaults marks config fields the adapter filled in; it can mark only what is there.
+        valid = (
+            isinstance(defaults, dict)
+            and set(defaults) <= {"reasoningEffort", "maxTokens"}
+            and all(value is True and key in config for key, value in defaults.items())
+        )
+        check(valid, "SESSION-REQUEST-HEADER.3", f"{REQUEST_HEADER} has invalid adapterDefaults", seq=seq, index=index)
+    # .4 "fallback" was the retired reason of a header derived from another; no reader knows its base.
+    check(data.get("reason") != "fallback", "SESSION-REQUEST-HEADER.4",
+          f'{REQUEST_HEADER} uses unsupported legacy reason "fallback"', seq=seq, index=index)
+
+
+def check_content(event: Event, *, index: int | None = None) -> None:
+    """The payload checks the core applies (decision 1: on append and on seed alike)."""
+    if event.type in SURFACE_TYPES:
+        check_message_shape(event, index=index)
+    elif event.type == REQUEST_HEADER:
+        check_request_header(event, index=index)
+
+
+# --- the session header -----------------------------------------------------------------------
+
+
+def default_header(session_id: str, created_at: int) -> FrozenDict:
+    """SESSION-FORMAT-HEADER: the header of a session created without one."""
+    return validate_header({"version": SESSION_FORMAT_VERSION, "id": session_id, "createdAt": created_at}, session_id)
+
+
+def validate_header(raw: Json, session_id: str) -> FrozenDict:
+    """SESSION-FORMAT-HEADER.1-.11, in order; returns the frozen header."""
+    header = snapshot(raw) if not isinstance(raw, FrozenDict) else raw
+    # .1 The header is a JSON record: stored beside the log, read by every backend.
+    check(isinstance(header, dict), "SESSION-FORMAT-HEADER.1", "session header is not a JSON object")
+    version = header.get("version")
+    # .2 Version 0 only: fail closed on any other format, there is no upgrade chain.
+    check(type(version) is int and version == SESSION_FORMAT_VERSION, "SESSION-FORMAT-HEADER.2",
+          f"session header version must be {SESSION_FORMAT_VERSION}, got {version!r}")
+    # .3 The header names the session it belongs to.
+    check(_nonempty_str(session_id) and header.get("id") == session_id and type(header.get("id")) is str,
+          "SESSION-FORMAT-HEADER.3", f"session header id {header.get('id')!r} does not match session id {session_id!r}")
+    # .4 createdAt is epoch milliseconds.
+    check(is_nonneg_safe_int(header.get("createdAt")), "SESSION-FORMAT-HEADER.4",
+          "session header createdAt must be a non-negative safe integer")
+    if "cwd" in header:
+        cwd = header["cwd"]
+        # .5 The working directory is absolute (POSIX form on every host, so validity is not platform dependent).
+        check(type(cwd) is str and cwd.startswith("/"), "SESSION-FORMAT-HEADER.5",
+              f"session header cwd must be an absolute path, got {cwd!r}")
+    # .6 The parent of a fork is a session id.
+    check("parentSession" not in header or _nonempty_str(header["parentSession"]), "SESSION-FORMAT-HEADER.6",
+          "session header parentSession must be a non-empty string")
+    # .7 seedLength counts the inherited prefix.
+    check("seedLength" not in header or is_nonneg_safe_int(header["seedLength"]), "SESSION-FORMAT-HEADER.7",
+          "session header seedLength must be a non-negative safe integer")
+    # .8 The only origin is a subagent.
+    check("origin" not in header or (header["origin"] == "subagent" and type(header["origin"]) is str),
+          "SESSION-FORMAT-HEADER.8", 'session header origin must be "subagent"')
+    # .9 delegationDepth keeps a resumed subagent from passing as top level.
+    check("delegationDepth" not in header or is_nonneg_safe_int(header["delegationDepth"]), "SESSION-FORMAT-HEADER.9",
+          "session header delegationDepth must be a non-negative safe integer")
+    # .10 agentPreset names the preset a resume must restore.
+    check("agentPreset" not in header or type(header["agentPreset"]) is str, "SESSION-FORMAT-HEADER.10",
+          "session header agentPreset must be a string")
+    # .11 The header is closed: a new field is a version bump (decision 8).
+    extra = sorted(set(header) - set(HEADER_KEYS))
+    check(not extra, "SESSION-FORMAT-HEADER.11", f"session header has unknown keys {extra}")
+    return header
+
+
+def header_to_json(header: Mapping[str, Json]) -> dict[str, Json]:
+    """The plain header in the canonical key order."""
+    return {key: thaw(header[key]) for key in HEADER_KEYS if key in header}
+
+
+
+APPEND_REQUEST_KEYS: Final = frozenset({"op", "type", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
+
+
+def append_request_parts(request: Mapping[str, Json]) -> tuple[Any, Json, Json, bool, Json, bool, bool]:
+    """The protocol's append request as (type, data, surface_op, has_op, sources, has_sources, ignorable).
+
+    Presence is kept: `"surfaceOp": null` is present (and invalid), an absent key is absent.
+    """
+    # SESSION-EVENT-ENVELOPE.1: the request is the envelope without seq and time; nothing else.
+    check(isinstance(request, Mapping), "SESSION-EVENT-ENVELOPE.1", "an append request is a JSON object")
+    extra = sorted(set(request) - APPEND_REQUEST_KEYS)
+    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"append request has unknown keys {extra}")
+    # SESSION-EVENT-ENVELOPE.5: every event has a payload, even if it is null.
+    check("data" in request, "SESSION-EVENT-ENVELOPE.5", "append request has no data")
+    ignorable = request.get("ignorable", False)
+    # SESSION-EVENT-ENVELOPE.6: ignorable is absent or exactly true.
+    check("ignorable" not in request or ignorable is True, "SESSION-EVENT-ENVELOPE.6",
+          f"ignorable must be absent or true, got {ignorable!r}")
+    return (request.get("type"), request["data"], request.get("surfaceOp"), "surfaceOp" in request,
+            request.get("sourceEventSeqs"), "sourceEventSeqs" in request, bool(ignorable))
