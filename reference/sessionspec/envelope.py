@@ -20,7 +20,16 @@ from sessionspec.catalog import (
     USER_MESSAGE,
 )
 from sessionspec.errors import check
-from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int, is_safe_int, snapshot, thaw
+from sessionspec.jsonvalue import (
+    FrozenDict,
+    FrozenList,
+    Json,
+    is_nonneg_safe_int,
+    is_safe_int,
+    json_equal,
+    snapshot,
+    thaw,
+)
 
 SESSION_FORMAT_VERSION: Final = 0
 ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
@@ -110,7 +119,8 @@ class Event(_Immutable):
         return (self.type, self.seq, self.time, self.data, self.surface_op, self.source_event_seqs, self.ignorable)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Event) and self._key() == other._key()
+        """Equal envelopes with JSON-equal data: `true` in one log and `1` in another are different facts."""
+        return isinstance(other, Event) and self._key() == other._key() and json_equal(self.data, other.data)
 
     def __hash__(self) -> int:
         return hash((self.type, self.seq, self.time))
@@ -365,7 +375,7 @@ def default_header(session_id: str, created_at: int) -> FrozenDict:
 
 def validate_header(raw: Json, session_id: str) -> FrozenDict:
     """SESSION-FORMAT-HEADER.1-.11, in order; returns the frozen header."""
-    header = snapshot(raw) if not isinstance(raw, FrozenDict) else raw
+    header: FrozenDict = snapshot(raw)  # always a fresh frozen copy: a caller-built FrozenDict may hold mutable parts
     # .1 The header is a JSON record: stored beside the log, read by every backend.
     check(isinstance(header, dict), "SESSION-FORMAT-HEADER.1", "session header is not a JSON object")
     version = header.get("version")

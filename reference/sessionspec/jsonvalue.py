@@ -39,6 +39,17 @@ class FrozenDict(dict[str, Any]):
     """A JSON object that cannot change. Equal to the plain dict with the same items."""
 
     __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict:
+        self = dict.__new__(cls)
+        dict.__init__(self, *args, **kwargs)
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Filled once, in `__new__`: calling `__init__` again on a frozen value must not refill it."""
+
+    __setattr__ = _immutable
+    __delattr__ = _immutable
     __setitem__ = _immutable
     __delitem__ = _immutable
     __ior__ = _immutable
@@ -65,6 +76,17 @@ class FrozenList(list[Any]):
     """A JSON array (or a returned sequence) that cannot change. Equal to the plain list."""
 
     __slots__ = ()
+
+    def __new__(cls, *args: Any) -> FrozenList:
+        self = list.__new__(cls)
+        list.__init__(self, *args)
+        return self
+
+    def __init__(self, *args: Any) -> None:
+        """Filled once, in `__new__`: `list.__init__` would clear and refill a frozen value."""
+
+    __setattr__ = _immutable
+    __delattr__ = _immutable
     __setitem__ = _immutable
     __delitem__ = _immutable
     __iadd__ = _immutable
@@ -137,7 +159,7 @@ def _where(where: Iterator[str] | str) -> str:
 
 
 def snapshot(value: object, *, frozen: bool = True) -> Json:
-    """Validate `value` as lossless JSON and copy it, in one pass, without recursion.
+    """Validate `value` as lossless JSON and copy it, in one pass, without recursion (SESSION-LOSSLESS-JSON.7).
 
     Each slot is read exactly once and the value read is both checked and copied, so nothing can
     change between the check and the copy. Shared (acyclic) sub-values become independent copies.
@@ -202,7 +224,7 @@ def is_json(value: object) -> bool:
 
 
 def thaw(value: Json) -> Json:
-    """A plain, mutable deep copy (dict and list) of a frozen or plain JSON value. Iterative."""
+    """SESSION-IMMUTABILITY.2: a plain, mutable deep copy (dict and list) of a frozen or plain JSON value. Iterative."""
     if not isinstance(value, (dict, list)):
         return value
     root: Any = {} if isinstance(value, dict) else []

@@ -31,6 +31,7 @@ from sessionspec.envelope import (
 )
 from sessionspec.errors import SpecViolation, check, fail
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int, snapshot
+from sessionspec.requestheader import fold_request_context, fold_request_header
 from sessionspec.surface import Surface, fold, plan
 from sessionspec.views import derive_messages, transcript
 
@@ -126,7 +127,10 @@ class Session:
         validators: Sequence[Validator] = (),
         observers: Sequence[Observer] = (),
     ) -> Session:
-        """SESSION-SEED-ACCEPTANCE: a new session, fresh or seeded with a prefix to replay."""
+        """SESSION-SEED-ACCEPTANCE: a new session, fresh or seeded with a prefix to replay.
+
+        SESSION-SEED-ACCEPTANCE.3: a seed (even empty) ends in one marker, added unless it ends in one.
+        """
         clock = clock or wall_clock
         check(type(session_id) is str and session_id != "", "SESSION-FORMAT-HEADER.3",
               f"session id must be a non-empty string, got {session_id!r}")
@@ -159,7 +163,7 @@ class Session:
 
     @property
     def events(self) -> FrozenList:
-        """SESSION-READ-VIEWS.1: the complete log, a snapshot that never changes afterwards."""
+        """SESSION-READ-VIEWS.1: the complete log, a snapshot that never changes afterwards (SESSION-IMMUTABILITY.4)."""
         return FrozenList(self._log)
 
     def complete_log(self) -> FrozenList:
@@ -186,6 +190,14 @@ class Session:
     def transcript(self) -> FrozenList:
         """SESSION-READ-VIEWS.3: the append-origin events."""
         return transcript(self._log)
+
+    def request_header(self) -> FrozenDict | None:
+        """The canonical form of the latest request/header snapshot, recomputed from the log."""
+        return fold_request_header(self._log)
+
+    def request_context(self) -> FrozenDict | None:
+        """The latest request/context data, recomputed from the log."""
+        return fold_request_context(self._log)
 
     @property
     def observer_failures(self) -> FrozenList:
@@ -236,13 +248,22 @@ class Session:
 
     def _append(self, event_type: str, data: Json, surface_op: Json | Replace, has_op: bool, sources: Json,
                 has_sources: bool, ignorable: bool) -> Event:
+        """SESSION-APPEND-COMMIT.2 and SESSION-APPEND-COMMIT.3: candidate, validators (a raise vetoes), commit, observers.
+
+        An observer runs after the commit, in order; its failure is recorded in `observer_failures`
+        and cannot undo the commit: the caller's append succeeded, and later observers still run.
+        """
         seq = len(self._log)
-        try:
-            candidate = self._candidate(event_type, data, surface_op, has_op, sources, has_sources, ignorable)
-        except SpecViolation as violation:
-            raise violation.at(seq=seq) from None
+        # SESSION-APPEND-COMMIT.4: a nested append would commit between a candidate and its observers.
+        # The guard covers building the candidate too: the clock is caller code and must not reenter.
+        check(not self._busy, "SESSION-APPEND-COMMIT.4", "session append cannot reenter while another append is in progress",
+              seq=seq)
         self._busy = True
         try:
+            try:
+                candidate = self._candidate(event_type, data, surface_op, has_op, sources, has_sources, ignorable)
+            except SpecViolation as violation:
+                raise violation.at(seq=seq) from None
             for validator in self._validators:
                 _run_validator(validator, self, candidate)
             # The commit point: from here on the event is part of the log.
@@ -258,8 +279,7 @@ class Session:
 
     def _candidate(self, event_type: str, data: Json, surface_op: Json | Replace, has_op: bool, sources: Json,
                    has_sources: bool, ignorable: bool) -> Event:
-        # SESSION-APPEND-COMMIT.4: a nested append would commit between a candidate and its observers.
-        check(not self._busy, "SESSION-APPEND-COMMIT.4", "session append cannot reenter while another append is in progress")
+        """The checked candidate, in spec/04's order; SESSION-APPEND-COMMIT.6: everything a seed checks."""
         check_type(event_type)
         # SESSION-APPEND-COMMIT.5: the marker is the seed boundary; a plugin writing one would reclassify live work.
         check(event_type != END_SEED, "SESSION-APPEND-COMMIT.5", f"{END_SEED} is written only by seeding")

@@ -53,7 +53,7 @@ class Replacement:
 
 @dataclass(frozen=True, slots=True)
 class Surface:
-    """The surface at one point: its nodes and how many replaces built it."""
+    """The surface at one point: its nodes and how many replaces built it (SESSION-SURFACE-REPLACE.4)."""
 
     nodes: FrozenList
     replace_generation: int

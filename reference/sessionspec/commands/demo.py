@@ -1,18 +1,26 @@
-"""`sessionspec demo`: one example session, with a compaction and a tool-result pruning, shown in every view."""
+"""`sessionspec demo`: an example session with a pruning and a compaction, stored, checked and shown in every view."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from sessionspec import impls
-from sessionspec.jsonvalue import thaw
+from sessionspec import impls, storage
+from sessionspec.commands.check import print_text
+from sessionspec.tools.checker import check_path
+from sessionspec.tools.show import Style, point_in_time, render_text
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("demo", help="build an example session and show its three views")
+    parser = subparsers.add_parser("demo", help="store an example session, check it and show its views (start here)")
     parser.add_argument("--impl", default="model", help="implementation to run (default: model)")
+    parser.add_argument("--dir", help="directory to write the log to (default: a new temporary directory)")
+    parser.add_argument("--format", choices=("jsonl", "jsonl.zstd", "sqlite"), default="jsonl",
+                        help="storage backend (default: jsonl)")
     parser.set_defaults(handler=run)
 
 
@@ -45,12 +53,12 @@ def example_session(impl: str = "model") -> Any:
                                              "arguments": '{"path": "setup.py"}'})
     long_result = session.append("tool/result", result("from setuptools import setup\n" * 40), surface_op="append",
                                  source_event_seqs=[tool_call.seq])
-    session.append("step/end", {"turn": 1, "step": 1})
-    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     # Tool-result pruning: the same result, with only its inner content shortened.
     session.append("tool/result", result("[pruned: 40 lines]"),
                    surface_op={"op": "replace", "start": long_result.seq, "end": long_result.seq},
                    source_event_seqs=[long_result.seq])
+    session.append("step/end", {"turn": 1, "step": 1})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     # Compaction: a summary takes the place of the whole first turn on the surface.
     nodes = list(session.surface.nodes)
     session.append("compaction/start", {"compactionId": "k1", "turn": None})
@@ -61,20 +69,34 @@ def example_session(impl: str = "model") -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write the example through the storage backend, then check it and show it as a user would."""
     session = example_session(args.impl)
-    print(f"session {session.id!r}: {len(session.events)} events, surface generation {session.surface.replace_generation}")
-    print("\n== complete log (every fact, nothing deleted)")
-    for event in session.events:
-        op = event.surface_op if isinstance(event.surface_op, str) or event.surface_op is None else event.surface_op.to_json()
-        sources = "" if event.source_event_seqs is None else f" sources={list(event.source_event_seqs)}"
-        print(f"  {event.seq:>3} {event.type:<20} surfaceOp={json.dumps(op)}{sources}")
-    print(f"\n== model surface: nodes {list(session.surface.nodes)}")
-    for message in session.derive_messages():
-        text = " ".join(block.get("text", block.get("type", "")) for block in message["content"])[:72]
-        print(f"  {message['role']:<9} {text!r}")
-    print("\n== append-origin transcript (what a person saw)")
-    for event in session.transcript():
-        print(f"  {event.seq:>3} {event.type}")
-    print("\n== last event as JSON")
-    print("  " + json.dumps(thaw(session.events[-2].to_json()), ensure_ascii=False)[:160])
-    return 0
+    directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="sessionspec-demo-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"demo.{args.format}"
+    if path.exists():
+        path.unlink()
+    storage.save(path, session.header, session.events)
+    colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    style = Style(colour)
+    print(f"wrote {len(session.events)} events (a tool-result pruning and a compaction) to {path}")
+    print(style.dim("  two replaces: the pruned result takes its original's place, then a summary takes the whole turn's"))
+
+    print("\n" + style.bold(f"$ sessionspec check --strict {path}"))
+    report = check_path(str(path), strict=True)
+    print_text(report)
+
+    point = point_in_time(event for _, event in storage.stream(path))
+    for view, diff, note in (("log", False, "every fact, nothing deleted"),
+                             ("surface", True, "what the model sees, and what each replace shadowed"),
+                             ("messages", False, "the next request"),
+                             ("transcript", False, "what a person saw: append-origin events, shadowed ones included")):
+        print("\n" + style.bold(f"$ sessionspec show {path} --view {view}{' --diff' if diff else ''}") + style.dim(f"   # {note}"))
+        for line in render_text(point, view, diff=diff, style=style):
+            print(line)
+    earlier = report.events - 4
+    print("\n" + style.bold(f"$ sessionspec show {path} --view messages --at {earlier}") + style.dim("   # before the compaction"))
+    for line in render_text(point_in_time(point.events, earlier), "messages", diff=False, style=style):
+        print(line)
+    print(style.dim(f"\nthe log stays in {directory}; try the commands above on it"))
+    return 0 if not report.findings else 1

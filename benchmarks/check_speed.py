@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""How fast `sessionspec check` reads a JSONL log, against a bare `orjson.loads` of the same lines.
+
+The issue's bar: check reaches at least half the rate of orjson.loads, measured in one run.
+Given a log, it is measured as is; without one, `sessionspec bench --turns N --save` writes one
+from the shared workload (live implementation, JSONL backend). If bench is unavailable, the
+workload's appends are given seqs and clock times and stored with the JSONL writer directly.
+
+  python benchmarks/check_speed.py [LOG.jsonl] [--turns 2000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from sessionspec.storage.jsonl import JsonlWriter
+from sessionspec.tools.checker import check_path
+
+WORKLOAD = Path("/work/shared/bench/workload.py")
+
+
+def bench_log(directory: Path, turns: int) -> Path:
+    """The log `sessionspec bench --save` writes (the issue's reference input)."""
+    path = directory / "bench.jsonl"
+    done = subprocess.run([sys.executable, "-m", "sessionspec.cli", "bench", "--turns", str(turns), "--save", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0 or not path.is_file():
+        print(f"sessionspec bench --save failed ({done.stderr.strip()[:200]}); storing the workload directly")
+        return workload_log(directory, turns)
+    return path
+
+
+def workload_log(directory: Path, turns: int) -> Path:
+    """The workload's appends as a stored log (seq = position, time from a ticking clock)."""
+    ops = subprocess.run([sys.executable, str(WORKLOAD), "--turns", str(turns)], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    events = []
+    for line in ops:
+        op = json.loads(line)
+        if op.pop("op") != "append":
+            continue
+        events.append({"seq": len(events), "time": 1_700_000_000_000 + len(events), **op})
+    path = directory / "bench.jsonl"
+    JsonlWriter.create(path, {"version": 0, "id": "bench", "createdAt": 1_700_000_000_000}, events)
+    return path
+
+
+def orjson_rate(path: Path) -> tuple[float, int]:
+    loads = orjson.loads
+    start = time.perf_counter()
+    count = 0
+    with open(path, "rb") as stream:
+        for line in stream:
+            loads(line)
+            count += 1
+    return count / (time.perf_counter() - start), count
+
+
+def check_rate(path: Path, lines: int, strict: bool) -> tuple[float, int, int]:
+    start = time.perf_counter()
+    report = check_path(str(path), strict=strict)
+    elapsed = time.perf_counter() - start
+    return lines / elapsed, report.events, len(report.findings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("log", nargs="?", type=Path)
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3, help="best of N for each side")
+    parser.add_argument("--strict", action="store_true", help="also time check --strict (not part of the bar)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.log or bench_log(Path(tmp), args.turns)
+        raw, lines = max(orjson_rate(path) for _ in range(args.repeat))
+        rate, events, findings = max(check_rate(path, lines, False) for _ in range(args.repeat))
+        print(f"log: {path.name}, {lines} lines, {events} events, {path.stat().st_size / 1e6:.1f} MB")
+        print(f"orjson.loads: {raw:,.0f} lines/s")
+        print(f"check:        {rate:,.0f} lines/s ({rate * events / lines:,.0f} events/s), {findings} findings")
+        print(f"ratio check/orjson: {rate / raw:.2f} (bar: 0.50)")
+        if args.strict:
+            strict_rate, _, strict_findings = max(check_rate(path, lines, True) for _ in range(args.repeat))
+            print(f"check --strict: {strict_rate:,.0f} lines/s, {strict_findings} findings, ratio {strict_rate / raw:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""`sessionspec check PATH...`: is a stored session log sound? Exit 0 clean, 1 findings, 2 unreadable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from sessionspec.tools.checker import Report, check_path
+from sessionspec.tools.progress import Progress
+
+CLEAN, FINDINGS, UNREADABLE = 0, 1, 2
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check", help="check stored session logs (JSONL, zstd JSONL, SQLite) against the spec",
+        description="Stream each log and report every rule it breaks: file, line, seq, rule ID and one sentence. "
+                    "Exit 0 when every log is clean, 1 when any has findings, 2 when any cannot be read.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="session logs: .jsonl, .jsonl.zstd or SQLite")
+    parser.add_argument("--strict", action="store_true",
+                        help="also check the relational invariants and what a strict provider would refuse")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    parser.add_argument("--session", metavar="ID", help="the session to check, in a SQLite database of several")
+    parser.set_defaults(handler=run)
+
+
+def exit_code(reports: list[Report]) -> int:
+    if any(r.unreadable is not None for r in reports):
+        return UNREADABLE
+    return FINDINGS if any(r.findings for r in reports) else CLEAN
+
+
+def run(args: argparse.Namespace) -> int:
+    reports = []
+    for path in args.paths:
+        with Progress(f"check {path}") as bar:
+            report = check_path(path, strict=args.strict, tick=bar, session_id=args.session)
+        reports.append(report)
+        if args.format == "text":
+            print_text(report)
+    if args.format == "json":
+        json.dump({"files": [r.to_json() for r in reports], "exit": exit_code(reports)}, sys.stdout, ensure_ascii=False,
+                  indent=1)
+        sys.stdout.write("\n")
+    return exit_code(reports)
+
+
+def print_text(report: Report) -> None:
+    if report.unreadable is not None:
+        print(f"{report.file}: unreadable: {report.unreadable}", file=sys.stderr)
+        return
+    for finding in report.findings:
+        print(finding)
+    summary = (f"{report.events} events ({report.format}), surface of {report.nodes} nodes after "
+               f"{report.replace_generation} replacements")
+    verdict = "ok" if not report.findings else f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}"
+    print(f"{report.file}: {verdict}: {summary}")

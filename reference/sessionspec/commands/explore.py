@@ -1,0 +1,50 @@
+"""`sessionspec explore --depth N`: bounded exhaustive exploration of an implementation against the model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from sessionspec.explore import explore, to_itf
+from sessionspec.jsonvalue import Json
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("explore", help="explore every state up to a depth, checking the invariants")
+    parser.add_argument("--depth", type=int, default=5, help="number of operations from the empty session (default 5)")
+    parser.add_argument("--impl", default="live", help="implementation under test (default: live)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--itf", metavar="FILE", help="write the first counterexample as an Informal Trace Format file")
+    parser.set_defaults(handler=run)
+
+
+def _progress(row: dict[str, Json]) -> None:
+    print(f"  depth {row['depth']}: {row['new_states']} new states, {row['distinct_states']} distinct, "
+          f"{row['transitions']} transitions, {row['seconds']} s", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = explore(args.depth, args.impl, progress=None if args.json else _progress)
+    except (KeyError, ImportError) as error:
+        print(f"sessionspec explore: implementation {args.impl!r} is not available: {error}", file=sys.stderr)
+        return 2
+    if args.itf and report.violations:
+        with open(args.itf, "w", encoding="utf-8") as out:
+            json.dump(to_itf(report.violations[0], args.impl), out, indent=1, ensure_ascii=False)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 1 if report.violations else 0
+    print(f"impl {report.impl}: depth {report.depth}, {report.distinct_states} distinct states, "
+          f"{report.transitions} transitions, {report.states_per_second:.0f} states/s, {report.seconds:.1f} s")
+    for violation in report.violations:
+        print(f"\nVIOLATION {violation.invariant} at depth {violation.depth}: {violation.message}")
+        print("steps: " + " -> ".join(violation.labels))
+        print("replayable trace (protocol requests):")
+        for request in violation.trace:
+            print("  " + json.dumps(request, ensure_ascii=False))
+        if args.itf:
+            print(f"ITF trace written to {args.itf}")
+    return 1 if report.violations else 0

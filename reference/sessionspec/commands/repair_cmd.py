@@ -1,0 +1,83 @@
+"""`sessionspec repair PATH [--write]`: what a crashed log needs (torn-tail cut, closers), and committing it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sessionspec import storage
+from sessionspec.errors import SpecViolation
+from sessionspec.jsonvalue import Json
+from sessionspec.storage.gate import LoadResult
+from sessionspec.tools.show import summary
+from sessionspec.tools.sources import Unreadable, detect
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "repair", help="show (and with --write commit) the torn-tail cut and closers of a crashed log",
+        description="Load a stored log through the load gate and show what repair would do: cut a torn tail, and "
+                    "append the closers that end an interrupted turn. Nothing is written without --write.")
+    parser.add_argument("path", metavar="PATH", help="a session log: .jsonl, .jsonl.zstd or SQLite")
+    parser.add_argument("--write", action="store_true", help="commit the repair durably")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    parser.add_argument("--session", metavar="ID", help="the session to repair, in a SQLite database of several")
+    parser.set_defaults(handler=run)
+
+
+def plan_json(result: LoadResult) -> dict[str, Json]:
+    torn = result.torn
+    return {
+        "file": result.path, "format": result.format, "events": len(result.events),
+        "needsRepair": result.needs_repair,
+        "tornTail": None if torn is None else {"line": torn.line, "seq": torn.seq, "offset": torn.offset,
+                                               "rule": torn.rule, "reason": torn.reason},
+        "recovered": result.recovered,
+        "closers": [closer.to_json() for closer in result.closers],
+    }
+
+
+def print_plan(result: LoadResult, *, written: bool) -> None:
+    verb = "cut" if written else "would cut"
+    if not result.needs_repair:
+        print(f"{result.path}: nothing to repair ({len(result.events)} events, no open turn, no torn tail)")
+        return
+    torn = result.torn
+    if torn is not None:
+        where = f"line {torn.line}" if torn.line is not None else f"seq {torn.seq}"
+        print(f"{result.path}: {verb} the torn tail from {where} (byte {torn.offset}): {torn.reason}")
+    if result.recovered:
+        print(f"  {'rewrote' if written else 'would rewrite'} {result.recovered} events recovered from a torn final frame")
+    verb = "appended" if written else "would append"
+    print(f"{result.path}: {verb} {len(result.closers)} closers after seq {len(result.events) - 1}:")
+    for closer in result.closers:
+        message: Any = closer.data.get("message") if isinstance(closer.data, dict) else None
+        text = summary(message, 60) if message is not None else json.dumps(closer.to_json()["data"])
+        print(f"  {closer.seq:>6} {closer.type:<12} {text}")
+    if not written:
+        print(f"run `sessionspec repair {result.path} --write` to commit")
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    try:
+        detect(path)
+        result = storage.load(path, session_id=args.session)
+        if args.write and result.needs_repair:
+            storage.repair(path, session_id=args.session)
+    except Unreadable as error:
+        print(f"{path}: unreadable: {error}", file=sys.stderr)
+        return 2
+    except SpecViolation as violation:
+        print(f"{path}: cannot repair: {violation}; run `sessionspec check {path}` for every finding", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        json.dump({**plan_json(result), "written": bool(args.write and result.needs_repair)}, sys.stdout,
+                  ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print_plan(result, written=args.write)
+    return 0

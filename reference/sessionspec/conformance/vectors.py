@@ -1,0 +1,164 @@
+"""Vectors: language-neutral conformance cases generated from the reference model, never written by hand.
+
+Each vector is a JSON file under `spec/vectors/`: an id, the rules it covers, the steps (each a
+request, or a raw `line` for inputs that are not JSON objects, with the expected answer) and
+the final snapshot. Generation runs every case through the protocol over `model` with the fixed
+fake clock, so regeneration is byte-identical; `check` fails when the committed files differ or
+when a rule that can reject has no rejecting and accepting vector and no documented exclusion.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from sessionspec import impls
+from sessionspec.conformance.cases import Case, cases
+from sessionspec.conformance.protocol import Testee, dumps
+from sessionspec.errors import Kind
+
+FORMAT: Final = "sessionspec-vector/1"
+DEFAULT_DIR: Final = Path(__file__).resolve().parents[3] / "spec" / "vectors"
+
+EXCLUDED_FAMILIES: Final = {
+    "SESSION-RELATIONAL-INVARIANT": "raised by an optional precommit validator, which a testee does not run",
+    "SESSION-FORK": "fork is not an SCP v0 op",
+    "SESSION-LOSSLESS-TEXT": "raised only when parsing stored JSONL text",
+    "SESSION-CHUNK-ROWS": "raised only when loading stored chunk rows",
+    "SESSION-LEGACY-UPGRADE": "raised only when loading legacy stored files",
+    "SESSION-STORAGE-HEADER": "raised only when loading a stored header",
+    "SESSION-STORAGE-SEQ": "raised only when loading a stored log",
+    "SESSION-STORAGE-RECORD": "raised only when loading a stored record",
+    "SESSION-STORAGE-LAYOUT": "raised only when opening a storage directory",
+    "SESSION-FORMAT-VERSION": "raised only when loading stored files",
+    "SESSION-UNKNOWN-EVENT-GATE": "the catalog gate runs only when loading stored files",
+    "SESSION-SQLITE-SCHEMA": "raised only when opening a SQLite store",
+    "SESSION-SQLITE-ROW": "raised only when loading SQLite rows",
+    "SESSION-ZSTD-FRAMES": "raised only when loading zstd-compressed logs",
+}
+"""Rule families out of the protocol's reach: only a persistence load, a validator or another API raises them."""
+
+EXCLUDED_RULES: Final = {
+    "SESSION-LOSSLESS-JSON.1": "JSON text only ever parses to the exact JSON types",
+    "SESSION-LOSSLESS-JSON.5": "JSON text only has string keys",
+    "SESSION-LOSSLESS-JSON.6": "JSON text cannot hold a cycle",
+    "SESSION-LOSSLESS-JSON.7": "depth is not limited; there is nothing to reject",
+    "SESSION-APPEND-COMMIT.1": "the clock is the testee's own",
+    "SESSION-APPEND-COMMIT.2": "vetoes come from in-process validators",
+    "SESSION-APPEND-COMMIT.4": "reentrancy needs an in-process validator or observer",
+}
+"""Single rules out of the protocol's reach, and why."""
+
+
+def family(rule_id: str) -> str:
+    return rule_id.rpartition(".")[0]
+
+
+def exclusion(rule_id: str) -> str | None:
+    """Why `rule_id` has no vector, or None when it must have them."""
+    return EXCLUDED_RULES.get(rule_id) or EXCLUDED_FAMILIES.get(family(rule_id))
+
+
+def _request_of(step: Any) -> tuple[dict[str, Any], bytes]:
+    if isinstance(step, str):
+        return {"line": step}, step.encode()
+    return {"request": step}, dumps(step)
+
+
+def build(case: Case, oracle: Testee) -> dict[str, Any]:
+    """One vector: every step with the reference answer, and the final snapshot (null when there is no session)."""
+    steps = []
+    for position, step in enumerate(case.steps):
+        shown, line = _request_of(step)
+        expected = json.loads(oracle.answer_line(line))
+        last = position == len(case.steps) - 1
+        if not last or not case.rejects:
+            if not expected["ok"] and not (case.setup_may_fail and not last):
+                raise AssertionError(f"vector {case.id}: step {position} was rejected: {expected['error']['message']}")
+        elif expected["ok"] or expected["error"]["rule"] != case.rules[0]:
+            raise AssertionError(f"vector {case.id}: expected a rejection by {case.rules[0]}, got {expected}")
+        steps.append({**shown, "expected": expected})
+    final = json.loads(oracle.answer_line(b'{"op":"snapshot"}'))
+    return {"format": FORMAT, "id": case.id, "summary": case.summary, "rules": list(case.rules),
+            "expect": "reject" if case.rejects else "accept", "steps": steps, "final": final}
+
+
+def generate_all() -> list[dict[str, Any]]:
+    oracle = Testee("model", impls.factory("model"))
+    vectors = [build(case, oracle) for case in cases()]
+    ids = [v["id"] for v in vectors]
+    assert len(set(ids)) == len(ids), "vector ids are unique"
+    return vectors
+
+
+def render(vector: dict[str, Any]) -> str:
+    """The file text: ASCII JSON, two-space indent, keys in generation order, one trailing newline."""
+    return json.dumps(vector, indent=2, ensure_ascii=True) + "\n"
+
+
+def file_name(vector_id: str) -> str:
+    return vector_id.replace("/", "_") + ".json"
+
+
+def write(directory: Path = DEFAULT_DIR) -> list[Path]:
+    """`vectors generate`: (re)write every vector file and remove files no case produces."""
+    directory.mkdir(parents=True, exist_ok=True)
+    vectors = generate_all()
+    wanted = {file_name(v["id"]): render(v) for v in vectors}
+    for stale in directory.glob("*.json"):
+        if stale.name not in wanted:
+            stale.unlink()
+    paths = []
+    for name, text in wanted.items():
+        path = directory / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def load(directory: Path = DEFAULT_DIR) -> list[dict[str, Any]]:
+    """The committed vectors in id order; generated in memory when the directory is absent (an installed package)."""
+    if not directory.is_dir():
+        return generate_all()
+    vectors = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(directory.glob("*.json"))]
+    order = {case.id: position for position, case in enumerate(cases())}
+    return sorted(vectors, key=lambda v: (order.get(v.get("id"), len(order)), str(v.get("id"))))
+
+
+def coverage_problems(vectors: Iterable[dict[str, Any]]) -> list[str]:
+    """Rules that can reject and have no rejecting or no accepting vector (and no documented exclusion)."""
+    from sessionspec.conformance.registry import all_rules
+
+    rejected: set[str] = set()
+    accepted: set[str] = set()
+    for vector in vectors:
+        (rejected if vector["expect"] == "reject" else accepted).update(vector["rules"])
+    problems = []
+    for rule in all_rules().values():
+        if rule.kind is Kind.INTERNAL or exclusion(rule.id):
+            continue
+        if rule.id not in rejected:
+            problems.append(f"{rule.id} [{rule.kind.value}] has no rejecting vector")
+        if rule.id not in accepted:
+            problems.append(f"{rule.id} [{rule.kind.value}] has no accepting vector")
+    return problems
+
+
+def check(directory: Path = DEFAULT_DIR) -> list[str]:
+    """`vectors check`: what is stale or uncovered; empty when the committed vectors are current."""
+    vectors = generate_all()
+    wanted = {file_name(v["id"]): render(v) for v in vectors}
+    problems = []
+    present = {path.name: path for path in directory.glob("*.json")} if directory.is_dir() else {}
+    for name, text in wanted.items():
+        path = present.get(name)
+        if path is None:
+            problems.append(f"{name}: missing (run `sessionspec vectors generate`)")
+        elif path.read_text(encoding="utf-8") != text:
+            problems.append(f"{name}: stale (run `sessionspec vectors generate`)")
+    problems.extend(f"{name}: no case generates it" for name in sorted(set(present) - set(wanted)))
+    problems.extend(coverage_problems(vectors))
+    return problems

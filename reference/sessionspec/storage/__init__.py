@@ -1,0 +1,158 @@
+"""Persistence: the upstream's JSONL, zstd-framed JSONL and SQLite formats, behind one load gate.
+
+    result = storage.load(path)                 # LoadResult: header, events, closers, torn, upgrades
+    storage.save(path, header, events)          # a new log, published atomically
+    log = storage.open_log(path); log.append(batch)   # durable batches
+    storage.repair(path)                        # commit the torn-tail cut and the closers
+    for line, event in storage.stream(path): ...      # bounded-memory reading for a checker
+
+The format is chosen by suffix (`.jsonl`, `.jsonl.zstd`/`.zst`, `.sqlite`/`.sqlite3`/`.db`) or,
+when the suffix says nothing, by the file's magic bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from sessionspec.catalog import CATALOGS, DEFAULT_CATALOG, Catalog
+from sessionspec.envelope import Event
+from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.storage.gate import LoadResult, TornTail, finish_load, gate_events
+from sessionspec.storage.jsonl import JsonlReader, JsonlWriter
+from sessionspec.storage.layout import encode_segment, project_key, session_path
+from sessionspec.storage.legacy import LegacyUpgrade
+from sessionspec.storage.sqlite import SQLITE_MAGIC, SqliteReader, SqliteWriter
+from sessionspec.storage.zstdlog import MAGIC, ZstdReader, ZstdWriter
+
+Reader = JsonlReader | ZstdReader | SqliteReader
+Writer = JsonlWriter | ZstdWriter | SqliteWriter
+
+__all__ = [
+    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "detect", "encode_segment", "load", "open_log", "project_key",
+    "repair", "save", "session_path", "stream",
+]
+
+
+def detect(path: Path | str) -> str:
+    """`jsonl`, `jsonl.zstd` or `sqlite`, by suffix, else by magic bytes (JSONL when neither)."""
+    name = Path(path).name.lower()
+    if name.endswith(".jsonl"):
+        return "jsonl"
+    if name.endswith((".jsonl.zstd", ".zst", ".zstd")):
+        return "jsonl.zstd"
+    if name.endswith((".sqlite", ".sqlite3", ".db")):
+        return "sqlite"
+    try:
+        with open(path, "rb") as stream:
+            magic = stream.read(16)
+    except FileNotFoundError:
+        return "jsonl"
+    if magic.startswith(MAGIC):
+        return "jsonl.zstd"
+    if magic == SQLITE_MAGIC:
+        return "sqlite"
+    return "jsonl"
+
+
+def _catalog(catalog: Catalog | str | None) -> Catalog:
+    if catalog is None:
+        return DEFAULT_CATALOG
+    return CATALOGS[catalog] if isinstance(catalog, str) else catalog
+
+
+def _reader(path: Path, session_id: str | None) -> Reader:
+    fmt = detect(path)
+    if fmt == "sqlite":
+        return SqliteReader(path, session_id)
+    if fmt == "jsonl.zstd":
+        return ZstdReader(path, session_id)
+    return JsonlReader(path, session_id)
+
+
+def load(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
+         impl: str = "model") -> LoadResult:
+    """The load gate over a stored log (spec/07-persistence.md); commits nothing.
+
+    `impl` names the implementation whose seeding validates the whole log (sessionspec.impls).
+    """
+    reader = _reader(Path(path), session_id)
+    upgrades: list[LegacyUpgrade] = []
+    events: list[Event] = []
+    lines: list[int | None] = []
+    for line, event in gate_events(reader.records(), reader.header, str(path), catalog=_catalog(catalog), upgrades=upgrades):
+        events.append(event)
+        lines.append(line)
+    recovered = 0
+    if isinstance(reader, ZstdReader) and reader.recovered_from is not None:
+        recovered = len(events) - reader.recovered_from
+    return finish_load(str(path), reader.format, reader.header, events, lines, reader.torn, upgrades, recovered=recovered,
+                       impl=impl)
+
+
+def stream(path: Path | str, *, catalog: Catalog | str | None = None,
+           session_id: str | None = None) -> Iterator[tuple[int | None, Event]]:
+    """(line, event) for every committed event, gated one at a time (no seed validation, no closers).
+
+    Memory is bounded by one record plus the message ids of surface events (for legacy
+    replacements); a checker that folds the surface keeps what it keeps. The line is None for SQLite.
+    """
+    reader = _reader(Path(path), session_id)
+    yield from gate_events(reader.records(), reader.header, str(path), catalog=_catalog(catalog))
+
+
+def _writer_class(fmt: str) -> Any:
+    return {"jsonl": JsonlWriter, "jsonl.zstd": ZstdWriter, "sqlite": SqliteWriter}[fmt]
+
+
+def save(path: Path | str, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (), *,
+         packed: bool = True, format: str | None = None) -> Log:
+    """Write a new log (or, in SQLite, a new session) in the format the path names; never overwrites."""
+    fmt = format or detect(path)
+    writer = _writer_class(fmt).create(Path(path), header, events, packed=packed)
+    return Log(Path(path), fmt, writer)
+
+
+class Log:
+    """An open stored log: append durable batches to it."""
+
+    def __init__(self, path: Path, fmt: str, writer: Writer) -> None:
+        self.path = path
+        self.format = fmt
+        self._writer = writer
+
+    @property
+    def next_seq(self) -> int:
+        return self._writer.next_seq
+
+    def append(self, events: Iterable[Event | Json]) -> None:
+        """One batch, durable when this returns (fsync or COMMIT); on failure nothing of it is stored."""
+        self._writer.append(events)
+
+
+def _writer_for(result: LoadResult, path: Path, next_seq: int) -> Writer:
+    if result.format == "sqlite":
+        return SqliteWriter(path, result.header["id"], next_seq)
+    return _writer_class(result.format)(path, next_seq)  # type: ignore[no-any-return]
+
+
+def open_log(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
+             impl: str = "model") -> Log:
+    """Load (through the gate) and open for appending; a log that needs repair is repaired first."""
+    result = load(path, catalog=catalog, session_id=session_id, impl=impl)
+    if result.needs_repair:
+        result = repair(path, catalog=catalog, session_id=session_id, impl=impl)
+    return Log(Path(path), result.format, _writer_for(result, Path(path), len(result.events)))
+
+
+def repair(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
+           impl: str = "model") -> LoadResult:
+    """Commit what load found durably: cut the torn tail, append the closers; then load again."""
+    result = load(path, catalog=catalog, session_id=session_id, impl=impl)
+    if not result.needs_repair:
+        return result
+    keep = len(result.events) - result.recovered
+    writer = _writer_for(result, Path(path), keep)
+    writer.commit_repair(result.torn, list(result.closers), list(result.events[keep:]))
+    return load(path, catalog=catalog, session_id=session_id, impl=impl)

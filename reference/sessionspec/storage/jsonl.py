@@ -1,0 +1,139 @@
+"""The JSONL backend (`session.jsonl`, notes §4.2): one header line, then one record per line.
+
+Reading streams the file line by line with a bounded line length, so a checker's memory is
+bounded by the longest record and whatever it keeps itself, never by the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from sessionspec.envelope import Event
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.storage import durable
+from sessionspec.storage.gate import (
+    HEADER_LINE,
+    MAX_RECORD_BYTES,
+    RECORD_SIZE,
+    Scanner,
+    TornTail,
+    header_from_record,
+    located,
+    refuse,
+)
+from sessionspec.storage.losslessparse import parse
+from sessionspec.storage.records import as_events, checked_header, encode_batch, encode_line, header_record
+
+
+def _read_line(stream: BinaryIO, path: str, line: int) -> bytes:
+    """One line (with its newline, if any), read in 1 MiB pieces so a refused line costs at most the bound."""
+    piece = stream.readline(_PIECE)
+    if (len(piece) < _PIECE or piece.endswith(b"\n")) and len(piece) <= MAX_RECORD_BYTES:
+        return piece
+    parts, total = [piece], len(piece)
+    while True:
+        # SESSION-STORAGE-RECORD.1: a bounded read; a longer record is refused before it fills memory.
+        if total > MAX_RECORD_BYTES:
+            raise refuse(RECORD_SIZE, Kind.JSON, path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes", line=line)
+        piece = stream.readline(_PIECE)
+        if not piece:
+            break
+        parts.append(piece)
+        total += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    if total > MAX_RECORD_BYTES:
+        raise refuse(RECORD_SIZE, Kind.JSON, path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes", line=line)
+    return b"".join(parts)
+
+
+_PIECE = 1 << 20
+
+
+def read_header(stream: BinaryIO, path: str, session_id: str | None = None) -> tuple[FrozenDict, int]:
+    """The header gate on line 1; returns the header and the offset after it."""
+    raw = _read_line(stream, path, 1)
+    # SESSION-STORAGE-HEADER.1: a header that is not a complete line was never committed.
+    if not raw.endswith(b"\n"):
+        raise refuse(HEADER_LINE, Kind.HEADER, path, "empty or header-less session log", line=1)
+    try:
+        value = parse(raw[:-1])
+    except SpecViolation as violation:
+        raise located(violation, path, line=1) from None
+    return header_from_record(value, path, jsonl=True, session_id=session_id), len(raw)
+
+
+class JsonlReader:
+    """The committed records of a JSONL log, with its torn tail decided at the end."""
+
+    format = "jsonl"
+
+    def __init__(self, path: Path, session_id: str | None = None) -> None:
+        self.path = Path(path)
+        self._name = str(path)
+        self._stream: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed by records() or close()
+        try:
+            self.header, self._offset = read_header(self._stream, self._name, session_id)
+        except BaseException:
+            self._stream.close()
+            raise
+        self.scanner = Scanner(self._name, committed_end=self._offset)
+        self.torn: TornTail | None = None
+
+    def records(self) -> Iterator[tuple[int | None, Json]]:
+        """(line, raw event) for each committed event; `self.torn` is set once exhausted."""
+        try:
+            line, offset = 1, self._offset
+            while True:
+                line += 1
+                raw = _read_line(self._stream, self._name, line)
+                if not raw:
+                    self.torn = self.scanner.finish()
+                    return
+                offset += len(raw)
+                if not raw.endswith(b"\n"):
+                    # SESSION-TORN-TAIL.1: the final fragment of an interrupted write.
+                    self.torn = self.scanner.finish(fragment_line=line, fragment=True)
+                    return
+                for record in self.scanner.feed(line, raw[:-1], offset):
+                    yield line, record
+        finally:
+            self._stream.close()
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class JsonlWriter:
+    """Appends durable batches to one JSONL log; `next_seq` is the stored cursor."""
+
+    def __init__(self, path: Path, next_seq: int, *, packed: bool = True) -> None:
+        self.path = Path(path)
+        self.next_seq = next_seq
+        self.packed = packed
+
+    @classmethod
+    def create(cls, path: Path, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (),
+               *, packed: bool = True) -> JsonlWriter:
+        """Publish a new log (header line plus a first batch) atomically; refuses an existing file."""
+        valid = checked_header(header)
+        batch = as_events(events, 0)
+        durable.publish(Path(path), encode_line(header_record(valid)) + encode_batch(batch, packed=packed))
+        return cls(path, len(batch), packed=packed)
+
+    def append(self, events: Iterable[Event | Json]) -> None:
+        """One durable batch: returns only once it is fsynced (SESSION-STORAGE-WRITE.2)."""
+        batch = as_events(events, self.next_seq)
+        if not batch:
+            return
+        durable.append(self.path, encode_batch(batch, packed=self.packed))
+        self.next_seq += len(batch)
+
+    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event]) -> None:
+        """Cut the torn tail and append the closers, durably."""
+        if torn is not None:
+            durable.truncate(self.path, torn.offset)
+        self.append([*recovered, *closers])

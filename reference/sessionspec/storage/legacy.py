@@ -1,0 +1,179 @@
+"""The legacy import upgrades (SESSION-LEGACY-UPGRADE; upstream coordinator, notes §4.5).
+
+Logs written before the react loop and before messages had identities are still on people's
+disks. The upstream reads them by rewriting a closed list of old shapes into current ones on
+load; we do the same, but every rewrite is reported, so an operator can see that the events a
+checker validated are not byte for byte the ones on disk. An old shape that does not match the
+closed list exactly is refused: guessing would invent history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sessionspec.envelope import APPEND, Event, Replace
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsonvalue import Json, is_safe_int, snapshot, thaw
+from sessionspec.rules import define
+
+TURN_START = define("SESSION-LEGACY-UPGRADE.1", Kind.ENVELOPE,
+                    "a turn/start with a trigger is exactly {turn >= 1, trigger {kind}} and keeps {turn}")
+TURN_END = define("SESSION-LEGACY-UPGRADE.2", Kind.ENVELOPE, "legacy turn/end reasons become current ones; malformed ones are refused")
+STEERING = define("SESSION-LEGACY-UPGRADE.3", Kind.ENVELOPE, "a steering/message becomes a user/message")
+PRE_IDENTITY = define("SESSION-LEGACY-UPGRADE.4", Kind.ENVELOPE,
+                      "pre-identity message events gain the legacy message id and their role")
+REPORTED = define("SESSION-LEGACY-UPGRADE.5", Kind.INTERNAL, "every upgrade applied on load is reported")
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyUpgrade:
+    """One rewrite the load applied: which event, which rule, from what to what."""
+
+    seq: int
+    line: int | None
+    rule: str
+    summary: str
+
+
+def legacy_id(session_id: str, seq: int) -> str:
+    return f"legacy-message:{session_id}:{seq}"
+
+
+def _malformed(rule: str, what: str, seq: int) -> SpecViolation:
+    return SpecViolation(rule, Kind.ENVELOPE, f"malformed pre-react-loop {what} at seq {seq}", seq=seq)
+
+
+def _nonempty_str(value: object) -> bool:
+    return type(value) is str and value != ""
+
+
+_SIMPLE_REASONS = ("completed", "blocked", "max-tokens", "interrupted")
+
+
+def _turn_end_reason(reason: Json, seq: int) -> Json | None:
+    """The current reason for a legacy one, or None when it is already current."""
+    if not isinstance(reason, dict) or type(reason.get("kind")) is not str:
+        raise _malformed(TURN_END, "turn/end", seq)
+    kind = reason["kind"]
+    if kind in _SIMPLE_REASONS:
+        if set(reason) != {"kind"}:
+            raise _malformed(TURN_END, "turn/end", seq)
+        return None
+    if kind == "aborted" and "reason" not in reason:
+        return {**reason, "reason": {"kind": "legacy"}}
+    if kind == "disposed":
+        return {"kind": "aborted", "reason": {"kind": "disposed"}}
+    if kind == "error" and "error" not in reason:
+        failure = reason.get("failure")
+        if set(reason) == {"kind", "step", "failure"} and isinstance(failure, dict) \
+                and type(failure.get("message")) is str and "code" in failure:
+            return {"kind": "error", "error": failure}
+        if set(reason) <= {"kind", "step", "message", "code"} and type(reason.get("message")) is str:
+            return {"kind": "error", "error": {"message": reason["message"], "code": reason.get("code", "UNKNOWN")}}
+        raise _malformed(TURN_END, "turn/end", seq)
+    return None
+
+
+def upgrade(event: Event, session_id: str, message_ids: Mapping[int, str]) -> tuple[Event, str, str] | None:
+    """The upgraded event, its rule and a summary, or None when `event` is current.
+
+    `message_ids` maps earlier surface seqs to their message ids (a legacy tool/result that
+    replaces another inherits the replaced message's id).
+    """
+    data, seq = event.data, event.seq
+    if not isinstance(data, dict):
+        return None
+    new_type, new_data, op = event.type, None, event.surface_op
+    if event.type == "turn/start" and "trigger" in data:
+        # .1 The trigger moved out of turn/start; only its exact old shape is understood.
+        trigger = data["trigger"]
+        if not (set(data) == {"turn", "trigger"} and is_safe_int(data["turn"]) and data["turn"] >= 1
+                and isinstance(trigger, dict) and _nonempty_str(trigger.get("kind"))):
+            raise _malformed(TURN_START, "turn/start", seq)
+        rule, new_data, summary = TURN_START, {"turn": data["turn"]}, "turn/start trigger dropped"
+    elif event.type == "turn/end" and "reason" in data:
+        # .2 Old reasons map onto the current union.
+        reason = _turn_end_reason(data["reason"], seq)
+        if reason is None:
+            return None
+        rule, new_data = TURN_END, {**thaw(data), "reason": reason}
+        summary = f"turn/end reason {data['reason'].get('kind')!r} upgraded"
+    elif event.type == "steering/message":
+        # .3 Steering became an ordinary user message.
+        if set(data) == {"turn", "message"} and isinstance(data["message"], dict):
+            new_data = thaw(data["message"])
+        elif set(data) == {"turn", "content", "source"}:
+            new_data = {"id": legacy_id(session_id, seq), "role": "user", "content": thaw(data["content"]),
+                        "source": thaw(data["source"])}
+        else:
+            raise _malformed(STEERING, "steering/message", seq)
+        rule, new_type, op, summary = STEERING, "user/message", APPEND, "steering/message became user/message"
+    else:
+        found = _pre_identity(event, session_id, message_ids)
+        if found is None:
+            return None
+        rule, new_data, summary = PRE_IDENTITY, found, f"{event.type} gained a message identity"
+    upgraded = Event(new_type, seq, event.time, snapshot(new_data), op, event.source_event_seqs, event.ignorable)
+    return upgraded, rule, summary
+
+
+def _pre_identity(event: Event, session_id: str, message_ids: Mapping[int, str]) -> Json | None:
+    """.4 Message events from before messages had ids and roles."""
+    data, seq = event.data, event.seq
+    if event.type == "user/message" and "content" in data and "source" in data and "id" not in data and "role" not in data:
+        return {"id": legacy_id(session_id, seq), "role": "user", **thaw(data)}
+    if event.type == "assistant/message" and "message" not in data and {"content", "provenance"} <= set(data):
+        rest = {k: thaw(v) for k, v in data.items() if k not in ("content", "provenance")}
+        provenance = data["provenance"]
+        if not isinstance(provenance, dict):
+            raise _malformed(PRE_IDENTITY, "assistant/message", seq)
+        source = {**thaw(provenance), "kind": "model"}
+        return {**rest, "message": {"id": legacy_id(session_id, seq), "role": "assistant",
+                                    "content": thaw(data["content"]), "source": source}}
+    if event.type == "tool/result" and "message" not in data and {"callId", "content", "isError"} <= set(data):
+        rest = {k: thaw(v) for k, v in data.items() if k not in ("callId", "content", "isError")}
+        message_id = legacy_id(session_id, seq)
+        if isinstance(event.surface_op, Replace):
+            inherited = message_ids.get(event.surface_op.start)
+            if inherited is None:
+                raise _malformed(PRE_IDENTITY, "tool/result replacement", seq)
+            message_id = inherited
+        block = {"type": "tool-result", "toolCallId": data["callId"], "content": thaw(data["content"]),
+                 "isError": data["isError"]}
+        return {**rest, "message": {"id": message_id, "role": "user", "content": [block],
+                                    "source": {"kind": "tool", "callId": data["callId"]}}}
+    return None
+
+
+def message_id_of(event: Event) -> str | None:
+    data: Any = event.data
+    message = data if event.type == "user/message" else data.get("message") if isinstance(data, dict) else None
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if type(value) is str else None
+
+
+class Upgrader:
+    """Applies `upgrade` along a log, remembering message ids for inherited replacements."""
+
+    def __init__(self, session_id: str, report: Callable[[LegacyUpgrade], object]) -> None:
+        self._session_id = session_id
+        self._report = report
+        self._message_ids: dict[int, str] = {}
+
+    def __call__(self, event: Event, line: int | None) -> Event:
+        """The upgraded (or unchanged) event; each upgrade is reported (SESSION-LEGACY-UPGRADE.5)."""
+        found = upgrade(event, self._session_id, self._message_ids)
+        if found is not None:
+            event, rule, summary = found
+            # SESSION-LEGACY-UPGRADE.5: reported, since the validated log differs from the bytes on disk.
+            self._report(LegacyUpgrade(event.seq, line, rule, summary))
+        if event.surface_op is not None:
+            message_id = message_id_of(event)
+            if message_id is not None:
+                self._message_ids[event.seq] = message_id
+        return event
+
+
+__all__ = ["LegacyUpgrade", "Upgrader", "legacy_id", "upgrade"]

@@ -1,0 +1,314 @@
+"""spec/04-append.md: the append transaction, its check order, veto, observers and reentrancy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsonvalue import thaw
+from sessionspec.model import Event, Session
+from sessionspec.rules import RULES
+
+MODEL = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
+
+
+def user(message_id: str = "u1") -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]}
+
+
+def counter(start: int = 100) -> Callable[[], int]:
+    ticks = iter(range(start, start + 10_000))
+    return lambda: next(ticks)
+
+
+def state(session: Session) -> Any:
+    return ([e.to_json() for e in session.events], list(session.surface.nodes), session.surface.replace_generation,
+            thaw(session.derive_messages()), session.seq, thaw(session.transcript() and
+                                                               [e.seq for e in session.transcript()]))
+
+
+def rejects(session: Session, rule: str, call: Callable[[], object]) -> SpecViolation:
+    before = state(session)
+    with pytest.raises(SpecViolation) as info:
+        call()
+    assert info.value.rule == rule, str(info.value)
+    assert info.value.kind is RULES[rule].kind
+    assert state(session) == before
+    return info.value
+
+
+def started() -> Session:
+    session = Session.create("s", clock=counter())
+    session.append("turn/start", {"turn": 1})
+    session.append("user/message", user(), surface_op="append")
+    return session
+
+
+# --- seq and time ------------------------------------------------------------------------------
+
+
+def test_seq_is_the_log_length_and_time_comes_from_the_clock() -> None:
+    session = Session.create("s", clock=counter(100))
+    first = session.append("turn/start", {"turn": 1})
+    second = session.append("user/message", user(), surface_op="append")
+    assert (first.seq, first.time, second.seq, second.time) == (0, 101, 1, 102)  # 100 went to the header
+    assert session.seq == len(session.events) == 2 and session.events[-1] is second
+
+
+@pytest.mark.parametrize("bad", [1.5, "1", None, True, 2**53, -(2**53)])
+def test_a_clock_that_is_not_a_safe_integer_rejects_the_append(bad: Any) -> None:
+    readings = iter([0])
+    session = Session.create("s", clock=lambda: next(readings, bad))
+    error = rejects(session, "SESSION-APPEND-COMMIT.1", lambda: session.append("turn/start", {"turn": 1}))
+    assert error.seq == 0
+    with pytest.raises(SpecViolation) as info:
+        Session.create("t", clock=lambda: bad)
+    assert info.value.rule == "SESSION-APPEND-COMMIT.1"
+
+
+def test_negative_clock_values_are_times_like_any_other() -> None:
+    session = Session.create("s", header={"version": 0, "id": "s", "createdAt": 0}, clock=lambda: -5)
+    assert session.append("turn/start", {}).time == -5
+
+
+# --- veto --------------------------------------------------------------------------------------
+
+
+def test_a_raising_validator_vetoes_and_a_later_append_gets_the_same_seq() -> None:
+    seen: list[tuple[int, int]] = []
+
+    def veto(session: Any, candidate: Event) -> None:
+        seen.append((candidate.seq, len(session.events)))
+        if candidate.type == "x/forbidden":
+            raise RuntimeError("no")
+
+    session = started()
+    session.add_validator(veto)
+    error = rejects(session, "SESSION-APPEND-COMMIT.2", lambda: session.append("x/forbidden", {}))
+    assert error.kind is Kind.VETO and error.seq == 2 and "no" in error.message
+    accepted = session.append("x/allowed", {})
+    assert accepted.seq == 2
+    assert seen == [(2, 2), (2, 2)]  # validators see the candidate before the commit
+
+
+def test_a_veto_of_a_replace_leaves_surface_generation_and_messages() -> None:
+    session = started()
+    session.add_validator(lambda s, e: (_ for _ in ()).throw(ValueError("veto")) if e.surface_op != "append"
+                          and e.surface_op is not None else None)
+    rejects(session, "SESSION-APPEND-COMMIT.2",
+            lambda: session.append("user/message", user("u2"), surface_op={"op": "replace", "start": 1, "end": 1},
+                                   source_event_seqs=[1]))
+    assert session.surface.replace_generation == 0
+
+
+def test_a_validator_naming_a_rule_keeps_it() -> None:
+    def strict(session: Any, candidate: Event) -> None:
+        raise SpecViolation("SESSION-MESSAGE-SHAPE.1", Kind.MESSAGE_SHAPE, "plugin says no")
+
+    session = started()
+    session.add_validator(strict)
+    error = rejects(session, "SESSION-MESSAGE-SHAPE.1", lambda: session.append("turn/end", {}))
+    assert error.seq == 2
+
+
+def test_validators_run_in_order_and_the_first_veto_stops_the_rest() -> None:
+    calls: list[str] = []
+
+    def ok(session: Any, candidate: Event) -> None:
+        calls.append("ok")
+
+    def no(session: Any, candidate: Event) -> None:
+        calls.append("no")
+        raise KeyError("x")
+
+    def never(session: Any, candidate: Event) -> None:
+        calls.append("never")
+
+    session = Session.create("s", clock=counter(), validators=[ok, no, never])
+    rejects(session, "SESSION-APPEND-COMMIT.2", lambda: session.append("turn/start", {}))
+    assert calls == ["ok", "no"]
+
+
+# --- observers ---------------------------------------------------------------------------------
+
+
+def test_observers_run_in_order_after_the_commit_and_failures_are_contained() -> None:
+    """SESSION-APPEND-COMMIT.3: a failing observer is recorded and cannot undo the commit."""
+    calls: list[tuple[str, int, int]] = []
+
+    def first(session: Any, event: Event) -> None:
+        calls.append(("first", event.seq, len(session.events)))
+        raise RuntimeError("observer broke")
+
+    def second(session: Any, event: Event) -> None:
+        assert session.events[-1] is event
+        calls.append(("second", event.seq, len(session.events)))
+
+    def third(session: Any, event: Event) -> None:
+        calls.append(("third", event.seq, len(session.events)))
+        raise ValueError("also broke")
+
+    session = Session.create("s", clock=counter(), observers=[first, second, third])
+    event = session.append("turn/start", {"turn": 1})
+    assert event.seq == 0 and session.events[-1] is event
+    assert calls == [("first", 0, 1), ("second", 0, 1), ("third", 0, 1)]
+    failures = list(session.observer_failures)
+    assert [(f.seq, f.observer) for f in failures] == [(0, 0), (0, 2)]
+    assert "observer broke" in failures[0].error and "also broke" in failures[1].error
+    session.append("turn/end", {"turn": 1})
+    assert len(session.observer_failures) == 4 and len(session.events) == 2
+
+
+# --- reentrancy --------------------------------------------------------------------------------
+
+
+def test_an_append_from_a_validator_is_rejected_and_vetoes_the_outer_append() -> None:
+    inner: list[SpecViolation] = []
+
+    def reenter(session: Any, candidate: Event) -> None:
+        try:
+            session.append("x/nested", {})
+        except SpecViolation as violation:
+            inner.append(violation)
+            raise
+
+    session = started()
+    session.add_validator(reenter)
+    error = rejects(session, "SESSION-APPEND-COMMIT.4", lambda: session.append("turn/end", {}))
+    assert error.kind is Kind.REENTRANT
+    assert inner and inner[0].rule == "SESSION-APPEND-COMMIT.4"
+
+
+def test_an_append_from_an_observer_is_rejected_and_recorded() -> None:
+    seen: list[int] = []
+
+    def reenter(session: Any, event: Event) -> None:
+        session.append("x/nested", {})
+
+    def later(session: Any, event: Event) -> None:
+        seen.append(event.seq)
+
+    session = Session.create("s", clock=counter(), observers=[reenter, later])
+    event = session.append("turn/start", {"turn": 1})
+    assert event.seq == 0 and len(session.events) == 1 and seen == [0]
+    failure = session.observer_failures[0]
+    assert failure.observer == 0 and "SpecViolation" in failure.error and "reenter" in failure.error
+    assert session.append("turn/end", {}).seq == 1  # the guard is released
+
+
+def test_the_guard_is_released_after_a_veto() -> None:
+    session = Session.create("s", clock=counter(), validators=[lambda s, e: 1 / 0])
+    rejects(session, "SESSION-APPEND-COMMIT.2", lambda: session.append("turn/start", {}))
+    session._validators.clear()
+    assert session.append("turn/start", {}).seq == 0
+
+
+# --- end-seed, ignorable, decision 1 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("data", [{}, {"x": 1}])
+def test_end_seed_is_reserved_to_seeding(data: Any) -> None:
+    session = started()
+    rejects(session, "SESSION-APPEND-COMMIT.5", lambda: session.append("session/end-seed", data))
+    rejects(session, "SESSION-APPEND-COMMIT.5",
+            lambda: session.append_request({"type": "session/end-seed", "data": data}))
+
+
+def test_ignorable_only_on_log_only_events() -> None:
+    session = started()
+    rejects(session, "SESSION-EVENT-ENVELOPE.7",
+            lambda: session.append("user/message", user("u2"), surface_op="append", ignorable=True))
+    event = session.append_request({"type": "x/plugin-note", "data": {"n": 1}, "ignorable": True})
+    assert event.ignorable is True and event.to_json() == {"type": "x/plugin-note", "seq": 2, "time": event.time,
+                                                            "data": {"n": 1}, "ignorable": True}
+
+
+def test_append_rejects_what_a_seed_rejects() -> None:
+    """SESSION-APPEND-COMMIT.6 (decision 1): a malformed message never commits."""
+    session = started()
+    error = rejects(session, "SESSION-MESSAGE-SHAPE.1",
+                    lambda: session.append("assistant/message", {"turn": 1}, surface_op="append"))
+    assert "SESSION-APPEND-COMMIT.6" in RULES
+    assert error.seq == 2
+    rejects(session, "SESSION-MESSAGE-SHAPE.7",
+            lambda: session.append("tool/result", {"message": {"id": "r", "role": "user", "source": {
+                "kind": "tool", "callId": "c"}, "content": []}}, surface_op="append"))
+    rejects(session, "SESSION-REQUEST-HEADER.1",
+            lambda: session.append("request/header", {"header": {"config": {"provider": "p"}}}))
+    # And everything append accepts, a seed accepts.
+    session.append("request/header", {"header": {"config": {"provider": "p", "model": "m"}}})
+    replay = Session.create("r", seed=session.events)
+    assert [e.to_json() for e in replay.events[:-1]] == [e.to_json() for e in session.events]
+
+
+# --- the check order ---------------------------------------------------------------------------
+
+
+ORDER = [
+    # (request, rule): each request breaks two rules; the one earlier in spec/04's order is reported.
+    ({"type": "", "data": {}, "extra": 1}, "SESSION-EVENT-ENVELOPE.1"),
+    ({"type": "session/end-seed", "ignorable": False}, "SESSION-EVENT-ENVELOPE.5"),
+    ({"type": "", "data": {}, "ignorable": "x"}, "SESSION-EVENT-ENVELOPE.6"),
+    ({"type": 3, "data": {"n": (1,)}}, "SESSION-EVENT-ENVELOPE.2"),
+    ({"type": "session/end-seed", "data": {"n": (1,)}}, "SESSION-APPEND-COMMIT.5"),
+    ({"type": "user/message", "data": {"n": (1,)}, "ignorable": True}, "SESSION-LOSSLESS-JSON.1"),
+    ({"type": "user/message", "data": user("u2"), "surfaceOp": "append", "ignorable": True,
+      "sourceEventSeqs": [(1,)]}, "SESSION-LOSSLESS-JSON.1"),
+    ({"type": "request/header-delta", "data": {}, "surfaceOp": "append"}, "SESSION-CORE-EVENTS.2"),
+    ({"type": "turn/start", "data": {}, "surfaceOp": "append", "sourceEventSeqs": [0]}, "SESSION-SURFACE-PROJECTION.1"),
+    ({"type": "user/message", "data": None, "surfaceOp": "bad"}, "SESSION-SURFACE-PROJECTION.4"),
+    ({"type": "user/message", "data": None, "surfaceOp": "append", "sourceEventSeqs": [9]},
+     "SESSION-SURFACE-PROVENANCE.5"),
+    ({"type": "user/message", "data": None, "surfaceOp": {"op": "replace", "start": 9, "end": 9}},
+     "SESSION-MESSAGE-SHAPE.1"),
+    ({"type": "user/message", "data": user("u2"), "surfaceOp": {"op": "replace", "start": 9, "end": 9}},
+     "SESSION-SURFACE-REPLACE.1"),
+    ({"type": "tool/result", "data": {"message": {"id": "r", "role": "user", "source": {"kind": "tool", "callId": "c"},
+                                                  "content": [{"type": "tool-result", "toolCallId": "c",
+                                                               "content": []}]}},
+      "surfaceOp": {"op": "replace", "start": 1, "end": 1}}, "SESSION-SURFACE-PROVENANCE.6"),
+]
+
+
+@pytest.mark.parametrize(("request_", "rule"), ORDER)
+def test_the_first_failing_check_in_spec_order_is_reported(request_: dict[str, Any], rule: str) -> None:
+    session = started()
+    rejects(session, rule, lambda: session.append_request(request_))
+
+
+def test_reentrancy_is_checked_before_anything_else() -> None:
+    errors: list[str] = []
+
+    def reenter(session: Any, event: Event) -> None:
+        try:
+            session.append("", {"bad": (1,)})
+        except SpecViolation as violation:
+            errors.append(violation.rule)
+
+    session = Session.create("s", clock=counter(), observers=[reenter])
+    session.append("turn/start", {})
+    assert errors == ["SESSION-APPEND-COMMIT.4"]
+
+
+def test_the_returned_event_is_the_logged_snapshot_not_the_input() -> None:
+    session = started()
+    data = {"turn": 1, "nested": [1, {"a": None}]}
+    event = session.append("turn/end", data)
+    assert event is session.events[-1] and event.data == data and event.data is not data
+
+
+def test_a_clock_that_appends_is_reentrant() -> None:
+    """SESSION-APPEND-COMMIT.4 covers building the candidate: the clock is caller code (upstream notes §5.12)."""
+    holder: list[Session] = []
+
+    def clock() -> int:
+        if holder:
+            holder[0].append("x/from-the-clock", {})
+        return 5
+
+    session = Session.create("s", clock=clock)
+    holder.append(session)
+    error = rejects(session, "SESSION-APPEND-COMMIT.4", lambda: session.append("turn/start", {}))
+    assert error.seq == 0 and session.seq == 0

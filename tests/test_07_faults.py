@@ -1,0 +1,116 @@
+"""spec/07-persistence.md, bad files: each one a clear SpecViolation naming the file, in bounded memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from sessionspec import storage
+from sessionspec.errors import SpecViolation
+
+FIXTURES = Path(__file__).parent / "fixtures" / "storage"
+HEADER = '{"type":"session","version":0,"id":"fx","createdAt":0,"delegationDepth":0}\n'
+
+
+def refused(path: Path) -> SpecViolation:
+    with pytest.raises(SpecViolation) as caught:
+        storage.load(path)
+    assert str(path) in caught.value.message
+    return caught.value
+
+
+@pytest.mark.parametrize(("content", "rule"), [
+    (b"", "SESSION-STORAGE-HEADER.1"),
+    (HEADER[:30].encode(), "SESSION-STORAGE-HEADER.1"),
+    (os.urandom(4096).replace(b"\n", b" ") + b"\n", "SESSION-LOSSLESS-TEXT"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "SESSION-LOSSLESS-TEXT"),
+])
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.zstd", ".sqlite"])
+def test_empty_truncated_and_garbage_files(tmp_path: Path, content: bytes, rule: str, suffix: str) -> None:
+    path = tmp_path / f"bad{suffix}"
+    path.write_bytes(content)
+    error = refused(path)
+    if suffix == ".jsonl":
+        assert error.rule.startswith(rule)
+
+
+@pytest.mark.parametrize("name", ["seq-gap.jsonl", "malformed-row.jsonl", "foreign.sqlite", "v16.sqlite"])
+def test_fixture_faults(tmp_path: Path, name: str) -> None:
+    shutil.copy(FIXTURES / name, tmp_path / name)
+    refused(tmp_path / name)
+
+
+def deep_log(path: Path, depth: int) -> None:
+    deep = "[" * depth + "]" * depth
+    path.write_text(HEADER + '{"type":"plugin/deep","seq":0,"time":0,"data":' + deep + ',"ignorable":true}\n')
+
+
+def test_nesting_of_100000_levels_is_lossless_json_and_loads(tmp_path: Path) -> None:
+    deep_log(tmp_path / "deep.jsonl", 100_000)
+    assert len(storage.load(tmp_path / "deep.jsonl").events) == 1
+
+
+@pytest.mark.nightly
+def test_nesting_of_100000_levels_round_trips(tmp_path: Path) -> None:
+    deep_log(tmp_path / "deep.jsonl", 100_000)
+    result = storage.load(tmp_path / "deep.jsonl")
+    storage.save(tmp_path / "again.jsonl", result.header, result.events)
+    assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "deep.jsonl").read_text()
+
+
+def test_unclosed_nesting_of_100000_levels_is_a_torn_or_corrupt_record(tmp_path: Path) -> None:
+    path = tmp_path / "open.jsonl"
+    path.write_text(HEADER + '{"type":"plugin/deep","seq":0,"time":0,"data":' + "[" * 100_000 + "\n"
+                    + '{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}\n')
+    error = refused(path)
+    assert error.rule == "SESSION-LOSSLESS-TEXT.2" and error.line == 2
+
+
+def long_line(path: Path, size: int) -> None:
+    with open(path, "wb") as stream:
+        stream.write(HEADER.encode())
+        stream.write(b'{"type":"plugin/x","seq":0,"time":0,"data":"')
+        block = b"y" * (1 << 20)
+        for _ in range(size >> 20):
+            stream.write(block)
+        stream.write(b'"}\n')
+
+
+def test_a_long_single_line_is_refused_in_bounded_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The always-on variant: an 8 MiB line against a 1 MiB bound."""
+    from sessionspec.storage import jsonl
+
+    monkeypatch.setattr(jsonl, "MAX_RECORD_BYTES", 1 << 20)
+    path = tmp_path / "long.jsonl"
+    long_line(path, 8 << 20)
+    tracemalloc.start()
+    error = refused(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert error.rule == "SESSION-STORAGE-RECORD.1" and peak < 4 << 20
+
+
+@pytest.mark.nightly
+def test_a_100_mb_single_line_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    long_line(path, 100 << 20)
+    tracemalloc.start()
+    error = refused(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert error.rule == "SESSION-STORAGE-RECORD.1" and peak < 80 << 20
+
+
+def test_a_seq_gap_in_the_middle_names_line_and_seq(tmp_path: Path) -> None:
+    lines = [HEADER.strip()] + [json.dumps({"type": "turn/start", "seq": s, "time": 0, "data": {"turn": 1}}) if s % 2 == 0
+                                else json.dumps({"type": "turn/end", "seq": s, "time": 0,
+                                                 "data": {"turn": 1, "reason": {"kind": "completed"}}})
+                                for s in [*range(10), *range(11, 20)]]
+    path = tmp_path / "gap.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    error = refused(path)
+    assert error.rule == "SESSION-STORAGE-SEQ.1" and error.line == 12 and error.seq == 10

@@ -1,0 +1,175 @@
+"""spec/08-repair.md, crash repair: the closers of an interrupted tail turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sessionspec import model, repair
+from sessionspec.envelope import APPEND, Event
+from sessionspec.errors import SpecViolation
+from sessionspec.invariants import Companion, replay
+from sessionspec.testing.loops import Loop, agent_loops, assistant_data, build, result_data, user_message
+
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def interrupted(*, recorded: bool, answered: bool = False) -> list[Event]:
+    """turn 1, step 1: an assistant message calling c1 and c2; c1 maybe recorded, maybe answered."""
+    session = build([])
+    session.append("turn/start", {"turn": 1})
+    session.append("user/message", user_message("u1", "hi"), surface_op="append")
+    session.append("step/start", {"turn": 1, "step": 1})
+    session.append("assistant/message", assistant_data(1, 1, "a1", "", ["c1", "c2"]), surface_op="append")
+    if recorded:
+        call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read_file", "arguments": "{}"})
+        if answered:
+            session.append("tool/result", result_data(1, 1, "r1", "c1", "ok"), surface_op="append",
+                           source_event_seqs=[call.seq])
+    return list(session.events)
+
+
+def test_balanced_and_empty_logs_get_no_closers() -> None:
+    # SESSION-CRASH-REPAIR.1
+    assert repair.closers([]) == []
+    session = build([{"type": "turn/start", "data": {"turn": 1}}, {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}])
+    assert repair.closers(session.events) == []
+    assert repair.repaired(session.events) == list(session.events)
+    no_turn = build([{"type": "user/message", "data": user_message("u", "x"), "surfaceOp": "append"}])
+    assert repair.closers(no_turn.events) == []
+
+
+def test_a_recorded_call_gets_outcome_unknown_and_an_unrecorded_one_not_started() -> None:
+    # SESSION-CRASH-REPAIR.2 / .3
+    events = interrupted(recorded=True)
+    out = repair.closers(events)
+    assert [e.type for e in out] == ["tool/result", "tool/result", "step/end", "turn/end"]
+    unknown, not_started = out[0], out[1]
+    assert unknown.data["error"] == {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+    assert unknown.source_event_seqs == [4]
+    assert unknown.data["message"]["content"][0]["content"][0]["text"] == repair.OUTCOME_UNKNOWN_TEXT
+    assert not_started.data["error"] == {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    assert not_started.source_event_seqs is None
+    assert not_started.data["message"]["content"][0]["content"][0]["text"] == repair.NOT_STARTED_TEXT
+
+
+def test_closer_ids_and_key_order_are_the_upstreams() -> None:
+    # SESSION-CRASH-REPAIR.3: the message id carries the call id and the closer's own seq.
+    events = interrupted(recorded=True)
+    result = repair.closers(events)[0]
+    assert result.seq == len(events)
+    message = result.data["message"]
+    assert message["id"] == f"interrupted-tool-result-c1-{result.seq}"
+    assert list(result.data) == ["turn", "step", "message", "error"]
+    assert list(message) == ["id", "role", "source", "content"]
+    assert list(message["content"][0]) == ["type", "toolCallId", "isError", "content"]
+    assert message["source"] == {"kind": "tool", "callId": "c1"}
+    assert message["content"][0]["isError"] is True
+    assert (result.data["turn"], result.data["step"]) == (1, 1)
+    assert result.surface_op == APPEND
+
+
+def test_then_the_step_and_the_turn_close() -> None:
+    # SESSION-CRASH-REPAIR.4 and .5: seqs continue, time is the last event's, all appends.
+    events = interrupted(recorded=False)
+    out = repair.closers(events)
+    assert out[-2].type == "step/end" and out[-2].data == {"turn": 1, "step": 1}
+    assert out[-1].type == "turn/end" and out[-1].data == {"turn": 1, "reason": {"kind": "interrupted"}}
+    assert [e.seq for e in out] == list(range(len(events), len(events) + len(out)))
+    assert {e.time for e in out} == {events[-1].time}
+    assert all(e.surface_op in (None, APPEND) for e in out)
+    only_turn = build([{"type": "turn/start", "data": {"turn": 7}}]).events
+    assert [(e.type, e.data) for e in repair.closers(only_turn)] == [
+        ("turn/end", {"turn": 7, "reason": {"kind": "interrupted"}})]
+
+
+def test_answered_calls_and_ended_steps_are_not_repaired() -> None:
+    # SESSION-CRASH-REPAIR.2: an answered call, or a call whose step ended, is no longer pending.
+    out = repair.closers(interrupted(recorded=True, answered=True))
+    assert [e.data["message"]["source"]["callId"] for e in out if e.type == "tool/result"] == ["c2"]
+    session = model.Session.create("s", seed=interrupted(recorded=False))
+    session.append("step/end", {"turn": 1, "step": 1})
+    assert [e.type for e in repair.closers(session.events)] == ["turn/end"]
+
+
+def test_a_call_answered_anywhere_in_the_log_is_never_answered_again() -> None:
+    # SESSION-CRASH-REPAIR.6 (deviation): a reused call id answered in an earlier turn is not pending.
+    session = build([])
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    session.append("assistant/message", assistant_data(1, 1, "a1", "", ["c1"]), surface_op="append")
+    call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "f", "arguments": "{}"})
+    session.append("tool/result", result_data(1, 1, "r1", "c1", "ok"), surface_op="append", source_event_seqs=[call.seq])
+    session.append("step/end", {"turn": 1, "step": 1})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    session.append("turn/start", {"turn": 2})
+    session.append("step/start", {"turn": 2, "step": 1})
+    session.append("assistant/message", assistant_data(2, 1, "a2", "", ["c1"]), surface_op="append")
+    assert [e.type for e in repair.closers(session.events)] == ["step/end", "turn/end"]
+
+
+def test_repair_is_idempotent() -> None:
+    # SESSION-CRASH-REPAIR.7
+    events = interrupted(recorded=True)
+    fixed = repair.repaired(events)
+    assert repair.closers(fixed) == []
+    assert repair.repaired(fixed) == fixed
+
+
+def test_repair_reads_json_envelopes_and_refuses_a_gap() -> None:
+    events = interrupted(recorded=True)
+    as_json = [e.to_json() for e in events]
+    assert repair.closers(as_json) == repair.closers(events)
+    with pytest.raises(SpecViolation) as caught:
+        repair.closers([events[0], events[2]])
+    assert caught.value.rule == "SESSION-SURFACE-FOLD.1"
+
+
+# --- properties over generated loops -------------------------------------------------------
+
+
+@st.composite
+def crashed(draw: Any) -> tuple[Loop, list[Event]]:
+    """A well-formed loop cut at a point inside a turn: what a crash leaves."""
+    loop = draw(agent_loops())
+    cuts = loop.cuts_inside_turns()
+    if not cuts:
+        loop = Loop((*loop.requests, {"type": "turn/start", "data": {"turn": loop.states[-1].next_turn}}), loop.states)
+        cuts = [len(loop.requests)]
+    cut = draw(st.sampled_from(cuts))
+    return loop, list(build(loop.requests[:cut]).events)
+
+
+@PROPERTY
+@given(crashed())
+def test_a_repaired_crash_is_accepted_balanced_and_idempotent(case: tuple[Loop, list[Event]]) -> None:
+    _, events = case
+    out = repair.closers(events)
+    # SESSION-CRASH-REPAIR.5: closers continue the log and never shadow.
+    assert [e.seq for e in out] == list(range(len(events), len(events) + len(out)))
+    assert all(e.surface_op in (None, APPEND) for e in out)
+    assert out and out[-1].type == "turn/end"
+    # Seeding the repaired log is accepted; the companion (closers allowed) finds it balanced.
+    session = model.Session.create("repaired", seed=[*events, *out])
+    trace = replay(session.events)
+    assert trace.open_turn is None and trace.open_step is None
+    Companion().attach(session)
+    # SESSION-CRASH-REPAIR.7: repairing the repaired log adds nothing.
+    assert repair.closers(session.events) == []
+    # SESSION-CRASH-REPAIR.6: never a result for a call with a result anywhere in the log; no call answered twice.
+    before = {e.data["message"]["source"]["callId"] for e in events if e.type == "tool/result"}
+    assert not before & {e.data["message"]["source"]["callId"] for e in out if e.type == "tool/result"}
+    answered = [e.data["message"]["source"]["callId"] for e in session.events if e.type == "tool/result"
+                and e.surface_op == APPEND]
+    assert len(answered) == len(set(answered))
+
+
+@PROPERTY
+@given(agent_loops(), st.data())
+def test_closers_exist_exactly_when_a_turn_is_open(loop: Loop, data: st.DataObject) -> None:
+    # SESSION-CRASH-REPAIR.1
+    cut = data.draw(st.integers(0, len(loop.requests)))
+    events = build(loop.requests[:cut]).events
+    assert bool(repair.closers(events)) == (loop.states[cut].open_turn is not None)

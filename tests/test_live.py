@@ -1,0 +1,410 @@
+"""`live`, the incremental Session: what only an incremental implementation can get wrong.
+
+The stateful machine compares `live` with `model` on random operations; these tests pin the
+incremental machinery itself: returned sequences never change (SESSION-IMMUTABILITY.4), the
+derived-message cache starts over only when `replace_generation` changes
+(SESSION-DERIVED-CACHE.1), the events snapshot is kept until the next append, the fast checks
+reject exactly what the foundation's checks reject, and `sessionspec bench` replays a workload.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sessionspec import cli, live, livesurface, model
+from sessionspec.envelope import Event
+from sessionspec.errors import SpecViolation
+from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot, thaw
+from sessionspec.livecheck import new_event, owned
+
+SOURCE = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
+
+
+def user(message_id: str, text: str = "hi") -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}
+
+
+def assistant(message_id: str, content: list[Any] | None = None) -> dict[str, Any]:
+    blocks = [{"type": "text", "text": "ok"}] if content is None else content
+    return {"turn": 1, "step": 1, "message": {"id": message_id, "role": "assistant", "source": SOURCE, "content": blocks}}
+
+
+def result(call_id: str, text: str, **extra: Any) -> dict[str, Any]:
+    block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}], **extra}
+    return {"turn": 1, "step": 1,
+            "message": {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}}
+
+
+def clock() -> Callable[[], int]:
+    return itertools.count(1_700_000_000_000).__next__
+
+
+def fresh(impl: Any = live.Session, **kwargs: Any) -> Any:
+    return impl.create("s", clock=clock(), **kwargs)
+
+
+def conversation(session: Any) -> Any:
+    """user, assistant (empty: no message), tool call + result, assistant: four nodes, three messages."""
+    session.append("turn/start", {"turn": 1})
+    session.append("user/message", user("u1"), surface_op="append")
+    session.append("assistant/message", assistant("a0", []), surface_op="append", source_event_seqs=[])
+    call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": "{}"})
+    session.append("tool/result", result("c1", "long output"), surface_op="append", source_event_seqs=[call.seq])
+    session.append("assistant/message", assistant("a1"), surface_op="append", source_event_seqs=[])
+    return session
+
+
+# --- returned sequences never change (SESSION-IMMUTABILITY.4) --------------------------------
+
+
+def test_returned_sequences_never_change_after_appends_and_replaces() -> None:
+    session = conversation(fresh())
+    held = {
+        "events": session.events,
+        "nodes": session.surface.nodes,
+        "messages": session.derive_messages(),
+        "transcript": session.transcript(),
+    }
+    before = {name: thaw([e.to_json() if hasattr(e, "to_json") else e for e in value]) for name, value in held.items()}
+    nodes = list(session.surface.nodes)
+    session.append("user/message", user("summary"), surface_op={"op": "replace", "start": nodes[0], "end": nodes[-1]},
+                   source_event_seqs=nodes)
+    session.append("user/message", user("u2"), surface_op="append")
+    after = {name: thaw([e.to_json() if hasattr(e, "to_json") else e for e in value]) for name, value in held.items()}
+    assert after == before
+    assert len(session.surface.nodes) == 2 and len(session.derive_messages()) == 2
+
+
+@pytest.mark.parametrize("view", ["events", "nodes", "messages", "transcript", "observer_failures"])
+def test_returned_sequences_refuse_mutation(view: str) -> None:
+    session = conversation(fresh())
+    value = {
+        "events": lambda: session.events,
+        "nodes": lambda: session.surface.nodes,
+        "messages": lambda: session.derive_messages(),
+        "transcript": lambda: session.transcript(),
+        "observer_failures": lambda: session.observer_failures,
+    }[view]()
+    assert isinstance(value, FrozenList)
+    with pytest.raises(TypeError):
+        value.append(0)
+    with pytest.raises(TypeError):
+        value[:0] = [1]
+
+
+def test_derived_messages_are_the_logged_objects_and_frozen() -> None:
+    session = conversation(fresh())
+    first, second = session.derive_messages(), session.derive_messages()
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    assert first[0] is session.events[1].data
+    with pytest.raises(TypeError):
+        first[0]["content"].append({"type": "text", "text": "injected"})
+
+
+# --- the derived-message cache (SESSION-DERIVED-CACHE.1) ---------------------------------------
+
+
+def test_cache_projects_each_node_once_while_the_generation_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    projected: list[int] = []
+    real = livesurface.project
+
+    def counting(event: Any) -> Any:
+        projected.append(event.seq)
+        return real(event)
+
+    monkeypatch.setattr(livesurface, "project", counting)
+    session = fresh()
+    for turn in range(5):
+        session.append("user/message", user(f"u{turn}"), surface_op="append")
+        session.derive_messages()
+        session.derive_messages()
+    assert projected == [0, 1, 2, 3, 4]
+    assert session._derived.rebuilds == 0
+
+
+def test_cache_rebuilds_only_when_the_replace_generation_changes() -> None:
+    session = conversation(fresh())
+    derived = session._derived
+    session.derive_messages()
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    session.append("user/message", user("u2"), surface_op="append")
+    session.derive_messages()
+    assert derived.rebuilds == 0
+    result_seq = 4
+    session.append("tool/result", result("c1", "[pruned]"), surface_op={"op": "replace", "start": result_seq, "end": result_seq},
+                   source_event_seqs=[result_seq])
+    assert session.surface.replace_generation == 1
+    messages = session.derive_messages()
+    session.derive_messages()
+    assert derived.rebuilds == 1
+    assert messages == model.Session.create("s", seed=session.events).derive_messages()
+    assert messages[1]["content"][0]["content"][0]["text"] == "[pruned]"
+
+
+def test_a_rejected_replace_leaves_surface_and_cache_alone() -> None:
+    session = conversation(fresh())
+    surface, messages = session.surface, session.derive_messages()
+    with pytest.raises(SpecViolation) as caught:
+        session.append("user/message", user("bad"), surface_op={"op": "replace", "start": 1, "end": 99}, source_event_seqs=[1])
+    assert caught.value.rule == "SESSION-SURFACE-REPLACE.1"
+    assert session.surface is surface and session.derive_messages() is messages
+    assert session._derived.rebuilds == 0
+
+
+# --- the events snapshot ------------------------------------------------------------------------
+
+
+def test_events_snapshot_is_cached_until_the_next_append() -> None:
+    session = conversation(fresh())
+    events = session.events
+    assert session.events is events and session.complete_log() is events
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    assert session.events is not events
+    assert len(events) == 6 and len(session.events) == 7
+
+
+def test_a_rejected_append_keeps_the_cached_snapshots() -> None:
+    session = conversation(fresh())
+    events, transcript = session.events, session.transcript()
+    with pytest.raises(SpecViolation):
+        session.append("turn/start", {"bad": float("nan")})
+    assert session.events is events and session.transcript() is transcript
+
+
+# --- the same rejections as the reference model --------------------------------------------------
+
+
+class Level(float, enum.Enum):
+    HIGH = 1.5
+
+
+class Key(str):
+    pass
+
+
+def _cycle() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+BAD_APPENDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "nan": ("SESSION-LOSSLESS-JSON.3", {"type": "turn/start", "data": {"x": float("nan")}}),
+    "infinity in a list": ("SESSION-LOSSLESS-JSON.3", {"type": "turn/start", "data": [1, [float("inf")]]}),
+    "negative zero": ("SESSION-LOSSLESS-JSON.4", {"type": "turn/start", "data": {"x": -0.0}}),
+    "unsafe integer": ("SESSION-LOSSLESS-JSON.2", {"type": "turn/start", "data": {"x": 2**53}}),
+    "tuple": ("SESSION-LOSSLESS-JSON.1", {"type": "turn/start", "data": {"x": (1, 2)}}),
+    "float enum": ("SESSION-LOSSLESS-JSON.1", {"type": "turn/start", "data": {"x": Level.HIGH}}),
+    "str subclass key": ("SESSION-LOSSLESS-JSON.5", {"type": "turn/start", "data": {Key("k"): 1}}),
+    "cycle": ("SESSION-LOSSLESS-JSON.6", {"type": "turn/start", "data": {"x": _cycle()}}),
+    "end-seed": ("SESSION-APPEND-COMMIT.5", {"type": "session/end-seed", "data": {}}),
+    "empty type": ("SESSION-EVENT-ENVELOPE.2", {"type": "", "data": {}}),
+    "ignorable surface": ("SESSION-EVENT-ENVELOPE.7",
+                          {"type": "user/message", "data": user("x"), "surface_op": "append", "ignorable": True}),
+    "marker on log-only": ("SESSION-SURFACE-PROJECTION.1", {"type": "turn/start", "data": {}, "surface_op": "append"}),
+    "no marker": ("SESSION-SURFACE-PROJECTION.3", {"type": "user/message", "data": user("x")}),
+    "bool source": ("SESSION-SURFACE-PROVENANCE.3",
+                    {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": [True]}),
+    "duplicate sources": ("SESSION-SURFACE-PROVENANCE.4",
+                          {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": [1, 1]}),
+    "future source": ("SESSION-SURFACE-PROVENANCE.5",
+                      {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": [6]}),
+    "empty sources": ("SESSION-SURFACE-PROVENANCE.2",
+                      {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": []}),
+    "shadowed endpoint": ("SESSION-SURFACE-REPLACE.1",
+                          {"type": "user/message", "data": user("x"), "surface_op": {"op": "replace", "start": 0, "end": 1},
+                           "source_event_seqs": [0, 1]}),
+    "reversed range": ("SESSION-SURFACE-REPLACE.2",
+                       {"type": "user/message", "data": user("x"), "surface_op": {"op": "replace", "start": 5, "end": 1},
+                        "source_event_seqs": [1, 4, 5]}),
+    "missing provenance": ("SESSION-SURFACE-PROVENANCE.6",
+                           {"type": "user/message", "data": user("x"), "surface_op": {"op": "replace", "start": 1, "end": 4},
+                            "source_event_seqs": [1]}),
+    "tool result changes isError": ("SESSION-SURFACE-TOOL-RESULT.3",
+                                    {"type": "tool/result", "data": result("c1", "short", isError=True),
+                                     "surface_op": {"op": "replace", "start": 4, "end": 4}, "source_event_seqs": [4]}),
+    "assistant without model source": ("SESSION-MESSAGE-SHAPE.5",
+                                       {"type": "assistant/message",
+                                        "data": {"message": {**assistant("a")["message"], "source": {"kind": "user"}}},
+                                        "surface_op": "append", "source_event_seqs": []}),
+    "tool result with two blocks": ("SESSION-MESSAGE-SHAPE.7",
+                                    {"type": "tool/result",
+                                     "data": {"message": {**result("c1", "x")["message"],
+                                                          "content": [*result("c1", "x")["message"]["content"]] * 2}},
+                                     "surface_op": "append", "source_event_seqs": [3]}),
+    "request header without model": ("SESSION-REQUEST-HEADER.1",
+                                     {"type": "request/header", "data": {"reason": "initial", "header": {"config": {}}}}),
+}
+
+
+def _outcome(session: Any, request: dict[str, Any]) -> tuple[str, str, int | None, str]:
+    with pytest.raises(SpecViolation) as caught:
+        session.append(request["type"], request["data"], surface_op=request.get("surface_op"),
+                       source_event_seqs=request.get("source_event_seqs"), ignorable=request.get("ignorable", False))
+    violation = caught.value
+    return violation.rule, violation.kind.value, violation.seq, violation.message
+
+
+@pytest.mark.parametrize("case", sorted(BAD_APPENDS))
+def test_live_rejects_as_the_model_does(case: str) -> None:
+    rule, request = BAD_APPENDS[case]
+    sut, reference = conversation(fresh()), conversation(fresh(model.Session))
+    before = (sut.events, sut.surface, sut.derive_messages(), sut.transcript())
+    expected = _outcome(reference, request)
+    assert expected[0] == rule
+    assert _outcome(sut, request) == expected
+    assert (sut.events, sut.surface, sut.derive_messages(), sut.transcript()) == before
+
+
+def test_reentrant_append_and_veto_are_rejected_as_the_model_does() -> None:
+    outcomes = []
+    for impl in (live.Session, model.Session):
+        seen: list[str] = []
+
+        def nested(session: Any, event: Any, seen: list[str] = seen) -> None:
+            try:
+                session.append("turn/start", {"turn": 99})
+            except SpecViolation as violation:
+                seen.append(violation.rule)
+
+        def veto(session: Any, event: Any) -> None:
+            if event.type == "turn/end":
+                raise RuntimeError("no")
+
+        session = fresh(impl, observers=[nested], validators=[veto])
+        session.append("turn/start", {"turn": 1})
+        with pytest.raises(SpecViolation) as caught:
+            session.append("turn/end", {"turn": 1})
+        outcomes.append((seen, caught.value.rule, caught.value.seq, session.seq, len(session.observer_failures)))
+    assert outcomes[0] == outcomes[1] == (["SESSION-APPEND-COMMIT.4"], "SESSION-APPEND-COMMIT.2", 1, 1, 0)
+
+
+def test_seeding_matches_the_model_and_adds_one_marker() -> None:
+    source = conversation(fresh())
+    seeded = live.Session.create("s", seed=source.events, clock=clock())
+    reference = model.Session.create("s", seed=source.events, clock=clock())
+    assert seeded.events == reference.events and seeded.surface == reference.surface
+    assert seeded.first_live_seq == 6 and seeded.events[-1].type == "session/end-seed"
+    again = live.Session.create("s", seed=seeded.events, clock=clock())
+    assert len(again.events) == len(seeded.events)
+    with pytest.raises(SpecViolation) as caught:
+        live.Session.create("s", seed=[*source.events[:2], source.events[3]], clock=clock())
+    assert (caught.value.rule, caught.value.index) == ("SESSION-SEED-ACCEPTANCE.2", 2)
+
+
+# --- the fast lossless-JSON path is exactly `snapshot` --------------------------------------------
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**54), max_value=2**54), st.text(max_size=4),
+    st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0), st.just((1,)), st.just(Level.HIGH), st.just(b"x"),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.just(Key("k")), st.integers(0, 3)), inner, max_size=4),
+        st.lists(inner, max_size=3).map(FrozenList),
+        st.dictionaries(st.text(max_size=3), inner, max_size=3).map(FrozenDict),
+    ),
+    max_leaves=12,
+)
+
+
+def _typed(value: Any) -> Any:
+    """A type-strict image of a value: equal only if types (frozen or not) are equal too."""
+    if isinstance(value, dict):
+        return (type(value).__name__, [(k, _typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return (type(value).__name__, [_typed(v) for v in value])
+    return (type(value).__name__, repr(value))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values)
+def test_owned_is_snapshot(value: Any) -> None:
+    try:
+        expected: Any = _typed(snapshot(value))
+    except SpecViolation as violation:
+        expected = (violation.rule, violation.message)
+    try:
+        actual: Any = _typed(owned(value))
+    except SpecViolation as violation:
+        actual = (violation.rule, violation.message)
+    assert actual == expected
+
+
+def test_owned_takes_deep_values_to_the_iterative_snapshot() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    copy = owned(deep)
+    assert isinstance(copy, FrozenList) and copy is not deep
+
+
+# --- sessionspec bench ------------------------------------------------------------------------------
+
+
+def _workload(path: Path) -> Path:
+    lines = [
+        {"op": "append", "type": "turn/start", "data": {"turn": 1}},
+        {"op": "append", "type": "user/message", "data": user("u1"), "surfaceOp": "append"},
+        {"op": "derive"},
+        {"op": "append", "type": "assistant/message", "data": assistant("a1"), "surfaceOp": "append", "sourceEventSeqs": []},
+        {"op": "append", "type": "user/message", "data": user("s"), "surfaceOp": {"op": "replace", "start": 1, "end": 2},
+         "sourceEventSeqs": [1, 2]},
+        {"op": "derive"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("impl", ["live", "model"])
+def test_bench_replays_a_workload(impl: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = _workload(tmp_path / "w.jsonl")
+    saved = tmp_path / "log.jsonl"
+    assert cli.main(["bench", "--workload", str(workload), "--impl", impl, "--json", "--save", str(saved)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["impl"], report["events"], report["derives"]) == (impl, 4, 2)
+    assert report["events_per_s"] > 0 and saved.is_file()
+
+
+def test_bench_reports_a_rejected_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = tmp_path / "bad.jsonl"
+    workload.write_text(json.dumps({"op": "append", "type": "session/end-seed", "data": {}}) + "\n", encoding="utf-8")
+    assert cli.main(["bench", "--workload", str(workload)]) == 1
+    assert "SESSION-APPEND-COMMIT.5" in capsys.readouterr().err
+
+
+def test_new_event_is_an_event() -> None:
+    made = new_event("turn/start", 3, 7, FrozenDict({"turn": 1}), None, None, False)
+    assert made == Event("turn/start", 3, 7, FrozenDict({"turn": 1})) and repr(made).startswith("Event('turn/start'")
+    with pytest.raises(TypeError):
+        made.seq = 4  # type: ignore[misc]
+
+
+def test_bench_turns_without_a_generator_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SESSIONSPEC_WORKLOAD_SCRIPT", str(tmp_path / "absent.py"))
+    assert cli.main(["bench", "--turns", "3"]) == 2
+    assert "SESSIONSPEC_WORKLOAD_SCRIPT" in capsys.readouterr().err
+
+
+def test_request_header_and_context_are_folded_as_events_commit() -> None:
+    header = {"reason": "initial", "header": {"config": {"provider": "deepseek", "model": "deepseek-chat"}, "system": "s"}}
+    sessions = [fresh(impl) for impl in (live.Session, model.Session)]
+    for session in sessions:
+        assert session.request_header() is None and session.request_context() is None
+        session.append("request/header", header)
+        session.append("request/context", {"cwd": "/work"})
+    assert sessions[0].request_header() == sessions[1].request_header() is not None
+    assert sessions[0].request_context() == sessions[1].request_context() == {"cwd": "/work"}
+    reseeded = live.Session.create("s", seed=sessions[0].events, clock=clock())
+    assert reseeded.request_header() == sessions[1].request_header()

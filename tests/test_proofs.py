@@ -1,0 +1,197 @@
+"""The proof harnesses, the bounded explorer and `sessionspec prove`/`explore` (proofs/README.md).
+
+CrossHair itself runs in `sessionspec prove --quick` (CI) and the full run (nightly); here the
+harness functions are held to their own contracts on concrete inputs, and one tiny CrossHair run
+checks that a false obligation is reported as a counterexample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import icontract
+import pytest
+from sessionspec import cli, impls, model, proving
+from sessionspec.explore import Explorer, append, create, explore, to_itf
+
+with contextlib.suppress(ImportError):
+    import sessionspec.testing.planted  # noqa: F401  (registers the planted:<name> implementations)
+
+PROOFS = Path(__file__).resolve().parents[1] / "proofs"
+sys.path.insert(0, str(PROOFS))
+
+import obligations_agreement  # noqa: E402
+import obligations_json  # noqa: E402
+import obligations_surface  # noqa: E402
+
+# --- the harnesses hold on concrete inputs ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("nodes", "first", "last"), [([0], 0, 0), ([1, 3, 4, 7], 1, 2), ([5, 2, 9], 0, 2)])
+def test_replace_keeps_unshadowed_in_order(nodes: list[int], first: int, last: int) -> None:
+    obligations_surface.replace_keeps_unshadowed_in_order(nodes, first, last)
+
+
+@pytest.mark.parametrize(("ops", "extra"), [([], 0), ([0, 0, 1], 2), ([0, 0, 0, 5], 8), ([0, 2, 0], 11)])
+def test_fold_prefix_then_one(ops: list[int], extra: int) -> None:
+    obligations_surface.fold_prefix_then_one(ops, extra)
+
+
+@pytest.mark.parametrize(("nodes", "first", "last", "sources"),
+                         [([0, 2, 3], 0, 1, [0, 2]), ([0, 2, 3], 0, 1, [0]), ([0, 2, 3], 1, 2, [1, 2, 3])])
+def test_provenance_coverage_is_shadowed(nodes: list[int], first: int, last: int, sources: list[int]) -> None:
+    obligations_surface.provenance_coverage_is_shadowed(nodes, first, last, sources)
+
+
+@pytest.mark.parametrize(("outer_a", "outer_b", "block_a", "block_b", "inner_a", "inner_b"), [
+    ({}, {}, {}, {}, 1, 2),
+    ({"meta": 1}, {"meta": 2}, {}, {}, 1, 1),
+    ({}, {}, {"isError": 0}, {}, 1, 2),
+    ({"x": 3}, {"x": 3}, {"y": 4}, {"y": 4}, 7, 9),
+])
+def test_tool_result_rewrite_ignores_only_inner_content(outer_a: dict[str, int], outer_b: dict[str, int],
+                                                         block_a: dict[str, int], block_b: dict[str, int],
+                                                         inner_a: int, inner_b: int) -> None:
+    obligations_surface.tool_result_rewrite_ignores_only_inner_content(outer_a, outer_b, block_a, block_b, inner_a,
+                                                                       inner_b)
+
+
+def test_snapshot_thaw_and_float_round_trips() -> None:
+    obligations_json.snapshot_thaw_is_round_trip([1, 2, 7], [3, -4, 2**53 - 1])
+    obligations_json.accepted_floats_round_trip([0.1, 1e300, -2.5])
+    with pytest.raises(icontract.ViolationError):  # outside the precondition: never a "proof" of a rejected value
+        obligations_json.snapshot_thaw_is_round_trip([1], [2**53])
+
+
+@pytest.mark.parametrize("ops", [[], [0, 4, 5], [2, 5, 6], [0, 0, 7]])
+def test_reference_and_incremental_agree(ops: list[int]) -> None:
+    obligations_agreement.reference_and_incremental_agree(ops)
+
+
+# --- the explorer -------------------------------------------------------------------------------
+
+
+def test_live_has_no_violation_within_depth_3() -> None:
+    report = explore(3, "live")
+    assert report.violations == []
+    assert report.depth == 3 and report.distinct_states > 300 and report.transitions > report.distinct_states
+
+
+def test_explorer_agrees_with_itself_on_the_model() -> None:
+    assert explore(2, "model").violations == []
+
+
+@pytest.mark.parametrize("name", sorted(name for name in impls.names() if name.startswith("planted:"))
+                         or ["planted:stale-derived-cache"])
+def test_every_planted_bug_is_found_within_depth_5(name: str) -> None:
+    report = explore(5, name)
+    assert report.violations, f"{name} survived exploration to depth 5"
+    assert report.violations[0].depth <= 5
+
+
+def _replay(factory: Any, trace: list[dict[str, Any]]) -> tuple[Any, list[bool]]:
+    session: Any = None
+    accepted = []
+    for request in trace:
+        if request["op"] == "create":
+            session = create(factory, request["seed"])
+            accepted.append(True)
+        else:
+            accepted.append(append(session, request).accepted)
+    return session, accepted
+
+
+def test_a_violation_is_a_shortest_replayable_trace() -> None:
+    violation = explore(5, "planted:off-by-one-splice").violations[0]
+    assert violation.depth == 2
+    # The rejected steps the sessions went through on the way are in the trace (they must change nothing).
+    assert violation.labels[0] == "append user/message" and violation.labels[-1] == "replace 0..0"
+    assert violation.trace[0] == {"op": "create", "id": "explore", "seed": None, "header": None}
+    reference, accepted = _replay(model.Session.create, violation.trace)
+    actual, _ = _replay(impls.factory("planted:off-by-one-splice"), violation.trace)
+    assert accepted[1] and accepted[-1]
+    assert list(reference.surface.nodes) != list(actual.surface.nodes)
+
+
+def _no_nulls(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_no_nulls(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_no_nulls(v) for v in value)
+    return value is not None and not isinstance(value, float)
+
+
+def test_itf_export_has_the_itf_shape() -> None:
+    violation = explore(5, "planted:provenance-unchecked").violations[0]
+    document = json.loads(json.dumps(to_itf(violation, "planted:provenance-unchecked")))
+    assert set(document) == {"#meta", "vars", "states"}
+    assert document["#meta"]["format"] == "ITF"
+    assert len(document["states"]) == len(violation.trace)
+    for index, state in enumerate(document["states"]):
+        assert state["#meta"] == {"index": index}
+        assert set(state) == {"#meta", *document["vars"]}
+    assert _no_nulls(document["states"]), "ITF has no null: null and floats are written as #unserializable"
+    assert document["states"][-1]["modelOutcome"].startswith("rejected (SESSION-SURFACE-PROVENANCE.6)")
+    assert document["states"][-1]["implOutcome"] == "accepted"
+
+
+def test_states_are_deduplicated() -> None:
+    explorer = Explorer("model")
+    report = explorer.run(2)
+    assert report.distinct_states == len(explorer.seen) == len(explorer.states)
+    assert report.transitions > report.distinct_states - 1  # rejected and repeated transitions lead nowhere new
+
+
+def _run_cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = cli.main(list(argv))
+    return code, out.getvalue()
+
+
+def test_explore_command_json_and_itf(tmp_path: Path) -> None:
+    code, text = _run_cli("explore", "--depth", "2", "--impl", "live", "--json")
+    report = json.loads(text)
+    assert code == 0 and {"depth", "distinct_states", "transitions", "violations", "seconds"} <= set(report)
+    itf = tmp_path / "trace.itf.json"
+    code, text = _run_cli("explore", "--depth", "3", "--impl", "planted:off-by-one-splice", "--itf", str(itf))
+    assert code == 1 and "VIOLATION impl-matches-model" in text and '{"op": "create"' in text
+    assert json.loads(itf.read_text())["#meta"]["format"] == "ITF"
+
+
+# --- prove --------------------------------------------------------------------------------------
+
+
+def test_discover_lists_every_obligation() -> None:
+    names = {o.name for o in proving.discover(PROOFS)}
+    assert {"reference_and_incremental_agree", "replace_keeps_unshadowed_in_order", "fold_prefix_then_one",
+            "provenance_coverage_is_shadowed", "tool_result_rewrite_ignores_only_inner_content",
+            "snapshot_thaw_is_round_trip"} <= names
+
+
+def test_classify_crosshair_output() -> None:
+    assert proving.classify(1, "m.py:4: error: false when calling f([7]) (which returns (7, 8))") == (
+        proving.COUNTEREXAMPLE, "false when calling f([7]) (which returns (7, 8))")
+    assert proving.classify(0, "m.py:4: info: Confirmed over all paths.")[0] == proving.CONFIRMED
+    assert proving.classify(0, "m.py:4: info: Not confirmed.")[0] == proving.NO_COUNTEREXAMPLE
+    assert proving.classify(2, "Traceback ...\nImportError: no module")[0] == proving.ERROR
+
+
+def test_a_false_obligation_is_a_counterexample(tmp_path: Path) -> None:
+    (tmp_path / "obligations_false.py").write_text(
+        "import icontract\n\n\n"
+        "@icontract.ensure(lambda result: result[0] == result[1])\n"
+        "def wrong(x: int) -> tuple[int, int]:\n"
+        '    """x + 1 is not x when x is 3."""\n'
+        "    return x, x if x != 3 else 4\n"
+    )
+    [obligation] = proving.discover(tmp_path)
+    result = proving.check(obligation, proving.Bounds(5, 1, 60), tmp_path)
+    assert result.status == proving.COUNTEREXAMPLE and "wrong(3)" in result.detail
+    assert "counterexample: false when calling wrong(3)" in proving.table([result])
+    assert proving.failed([result])
