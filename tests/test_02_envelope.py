@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, thaw
 from sessionspec.model import Session
 from sessionspec.rules import RULES
+from support import rejects
 
 MODEL = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
 
@@ -44,20 +44,6 @@ def new_session() -> Session:
     return session
 
 
-def state(session: Session) -> Any:
-    return ([e.to_json() for e in session.events], list(session.surface.nodes), session.surface.replace_generation,
-            thaw(session.derive_messages()), session.seq, session.first_live_seq, thaw(session.header))
-
-
-def rejects(session: Session, rule: str, call: Callable[[], object]) -> SpecViolation:
-    """`call` is rejected with `rule` and its registered kind; the session is exactly as before."""
-    before = state(session)
-    with pytest.raises(SpecViolation) as info:
-        call()
-    assert info.value.rule == rule, str(info.value)
-    assert info.value.kind is RULES[rule].kind
-    assert state(session) == before
-    return info.value
 
 
 def seed_rejects(seed: list[Any], rule: str, index: int | None = None) -> SpecViolation:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sessionspec.envelope import Event, Replace
 from sessionspec.errors import SpecViolation
-from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot, thaw
+from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot
 from sessionspec.model import Session
 from sessionspec.rules import RULES
 from sessionspec.surface import AppendPlan, ReplacePlan, apply, fold, plan
+from support import rejects
 
 MODEL = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
 
@@ -33,19 +33,6 @@ def tool_result(call_id: str = "c1", text: str = "out", **block_extra: Any) -> d
                                               "content": [block]}}
 
 
-def state(session: Session) -> Any:
-    return ([e.to_json() for e in session.events], list(session.surface.nodes), session.surface.replace_generation,
-            thaw(session.derive_messages()), session.seq)
-
-
-def rejects(session: Session, rule: str, call: Callable[[], object]) -> SpecViolation:
-    before = state(session)
-    with pytest.raises(SpecViolation) as info:
-        call()
-    assert info.value.rule == rule, str(info.value)
-    assert info.value.kind is RULES[rule].kind
-    assert state(session) == before
-    return info.value
 
 
 def replace(start: int, end: int) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.jsonvalue import thaw
 from sessionspec.model import Event, Session
 from sessionspec.rules import RULES
+from support import rejects
 
 MODEL = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
 
@@ -23,20 +23,6 @@ def counter(start: int = 100) -> Callable[[], int]:
     return lambda: next(ticks)
 
 
-def state(session: Session) -> Any:
-    return ([e.to_json() for e in session.events], list(session.surface.nodes), session.surface.replace_generation,
-            thaw(session.derive_messages()), session.seq, thaw(session.transcript() and
-                                                               [e.seq for e in session.transcript()]))
-
-
-def rejects(session: Session, rule: str, call: Callable[[], object]) -> SpecViolation:
-    before = state(session)
-    with pytest.raises(SpecViolation) as info:
-        call()
-    assert info.value.rule == rule, str(info.value)
-    assert info.value.kind is RULES[rule].kind
-    assert state(session) == before
-    return info.value
 
 
 def started() -> Session:

@@ -1,0 +1,29 @@
+"""What the per-chapter tests share: the observable state of a session, and "rejected, nothing changed"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sessionspec.errors import SpecViolation
+from sessionspec.jsonvalue import thaw
+from sessionspec.rules import RULES
+
+
+def state(session: Any) -> Any:
+    """Everything a caller can observe: events, surface, messages, transcript, seqs and header."""
+    return ([e.to_json() for e in session.events], list(session.surface.nodes), session.surface.replace_generation,
+            thaw(session.derive_messages()), [e.seq for e in session.transcript()], session.seq,
+            session.first_live_seq, thaw(session.header))
+
+
+def rejects(session: Any, rule: str, call: Callable[[], object]) -> SpecViolation:
+    """`call` is rejected with `rule` and its registered kind; the session is exactly as before."""
+    before = state(session)
+    with pytest.raises(SpecViolation) as info:
+        call()
+    assert info.value.rule == rule, str(info.value)
+    assert info.value.kind is RULES[rule].kind
+    assert state(session) == before
+    return info.value
