@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sessionspec import impls
 from sessionspec.testing import strategies as ss
-from sessionspec.testing.machine import make_machine
+from sessionspec.testing.machine import make_companion_machine, make_machine
 from sessionspec.testing.trace import dumps, loads
 
 TestLiveAgainstModel = make_machine(impls.factory("live"), name="live").TestCase
@@ -51,3 +51,8 @@ def test_replay_reports_a_difference_from_the_model(capsys: pytest.CaptureFixtur
     assert main(["replay", path, "--impl", "live"]) == 0
     assert main(["replay", path, "--impl", "planted:no-reentrancy-guard"]) == 1
     assert "SESSION-APPEND-COMMIT.4" in capsys.readouterr().out
+
+
+TestCompanionLiveAgainstModel = make_companion_machine(impls.factory("live"), name="live").TestCase
+TestCompanionLiveAgainstModel.settings = settings(TestCompanionLiveAgainstModel.settings, max_examples=15,
+                                                  stateful_step_count=6)

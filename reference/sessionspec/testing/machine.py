@@ -13,7 +13,9 @@ incremental `live` (the default), a planted-bug variant, or an adapter to an ext
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hypothesis import note
@@ -21,13 +23,24 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from sessionspec import impls
-from sessionspec.catalog import END_SEED, SURFACE_TYPES
+from sessionspec import impls, storage
+from sessionspec.catalog import DEFAULT_CATALOG, END_SEED, SURFACE_TYPES, TOOL_RESULT
+from sessionspec.envelope import APPEND
+from sessionspec.errors import SpecViolation
+from sessionspec.fork import OPEN_TURN, ForkError, fork, open_turn_at
+from sessionspec.invariants import Companion, replay
 from sessionspec.jsonvalue import thaw
+from sessionspec.repair import closers, repaired
+from sessionspec.requestheader import fold_request_header
+from sessionspec.testing import loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.trace import MUTATIONS, Answer, Op, Side, differences, write_trace
 
 START_TIME = 1_700_000_000_000
+PERSIST_PER_EXAMPLE = 2
+"""Saves and loads per example: the storage round trip is the machine's dearest rule."""
+PERSIST_MAX_EVENTS = 40
+BACKENDS = ("log.jsonl", "log.jsonl.zstd", "log.sqlite")
 
 
 def _view(answer_events: list[dict[str, Any]], nodes: list[int]) -> ss.View:
@@ -68,6 +81,7 @@ def make_machine(
             self.held: list[tuple[str, Any, Any]] = []
             self.events: list[dict[str, Any]] = []
             self.nodes: list[int] = []
+            self.persisted = 0
 
         def _clock(self) -> int:
             return self.now
@@ -204,7 +218,93 @@ def make_machine(
             cut = data.draw(st.integers(0, len(self.events)), label="cut")
             self.create(self.events[:cut])
 
+        @precondition(lambda self: bool(self.events))
+        @rule(data=st.data())
+        def repair_cut_log_is_balanced_and_only_appends(self, data: st.DataObject) -> None:
+            """SESSION-CRASH-REPAIR: a log cut anywhere repairs to a balanced log that seeds; closers only append."""
+            cut = data.draw(st.integers(1, len(self.events)), label="cut")
+            prefix = self.events[:cut]
+            added = closers(prefix)
+            whole = [e.to_json() for e in repaired(prefix)]
+            assert whole[:cut] == prefix, "repair changed the events it was given"
+            assert closers(whole) == [], "SESSION-CRASH-REPAIR.7: the repaired log still has closers"
+            answered = {_call_id(e) for e in prefix if e["type"] == TOOL_RESULT}
+            for offset, closer in enumerate(added):
+                assert closer.seq == cut + offset, f"SESSION-CRASH-REPAIR.5: closer at seq {closer.seq}, not {cut + offset}"
+                assert closer.surface_op in (None, APPEND), f"SESSION-CRASH-REPAIR.5: closer {closer.seq} shadows"
+                if closer.type == TOOL_RESULT:
+                    call = _call_id(closer.to_json())
+                    assert call not in answered, f"SESSION-CRASH-REPAIR.6: call {call!r} answered twice"
+            self.create(prefix)
+            before = [n for n in self.nodes if n < cut]
+            self.create(whole)
+            appended = [c.seq for c in added if c.surface_op == APPEND]
+            assert self.nodes == before + appended, f"repair moved the surface: {before} + {appended} != {self.nodes}"
+
+        @precondition(lambda self: bool(self.events))
+        @rule(data=st.data())
+        def fork_at_a_closed_boundary_equals_a_prefix_seed(self, data: st.DataObject) -> None:
+            """SESSION-FORK.3/.4: a fork inside an open turn is refused by both; elsewhere it is the prefix's replay."""
+            log = self.sut.session.events
+            open_at = [k for k in range(len(log)) if open_turn_at(log, k)[0]]
+            closed_at = [k for k in range(len(log)) if k not in set(open_at)]
+            if open_at:
+                k = data.draw(st.sampled_from(open_at), label="open boundary")
+                for side in (self.model, self.sut):
+                    try:
+                        fork(side.session, k, factory=side.factory, clock=self._clock)
+                    except ForkError as error:
+                        assert error.code == OPEN_TURN and error.rule == "SESSION-FORK.3", error.to_json()
+                    else:
+                        raise AssertionError(f"a fork at {k}, inside an open turn, was accepted")
+            if not closed_at:
+                return
+            k = data.draw(st.sampled_from(closed_at), label="boundary")
+            child = fork(self.sut.session, k, factory=self.sut.factory, clock=self._clock)
+            seeded = self.model.factory("prefix", self.events[: k + 1], clock=self._clock)
+            assert child.header["seedLength"] == k + 1 and child.header["parentSession"] == self.sut.session.id
+            assert [e.to_json() for e in child.events] == [e.to_json() for e in seeded.events], "fork has other events"
+            assert list(child.surface.nodes) == list(seeded.surface.nodes), "fork has another surface"
+            assert child.surface.replace_generation == seeded.surface.replace_generation, "fork counts other replaces"
+            assert list(child.derive_messages()) == list(seeded.derive_messages()), "fork derives other messages"
+
+        @precondition(lambda self: self.persisted < PERSIST_PER_EXAMPLE and 0 < len(self.events) <= PERSIST_MAX_EVENTS)
+        @rule(backend=st.sampled_from(BACKENDS))
+        def stored_log_loads_to_the_same_session(self, backend: str) -> None:
+            """spec/07: save then load (any backend) gives the log back; JSONL -> SQLite -> JSONL too."""
+            self.persisted += 1
+            session = self.sut.session
+            with tempfile.TemporaryDirectory(prefix="sessionspec-machine-") as tmp:
+                path = Path(tmp) / backend
+                storage.save(path, session.header, session.events)
+                try:
+                    loaded = storage.load(path, impl="live")
+                except SpecViolation as refusal:
+                    unknown = [e["type"] for e in self.events if not DEFAULT_CATALOG.knows(e["type"])]
+                    assert refusal.rule == "SESSION-UNKNOWN-EVENT-GATE.1" and unknown, f"{backend}: load refused {refusal}"
+                    return
+                assert _events_json(loaded.events) == self.events, f"{backend} gave back other events"
+                here = self.sut.factory("here", session.events, clock=self._clock)
+                there = self.sut.factory("there", loaded.events, clock=self._clock)
+                assert _events_json(there.events) == _events_json(here.events), f"{backend}: seeded logs differ"
+                assert list(there.surface.nodes) == list(here.surface.nodes), f"{backend}: surfaces differ"
+                assert list(there.derive_messages()) == list(here.derive_messages()), f"{backend}: messages differ"
+                if backend != "log.jsonl":
+                    return
+                storage.save(Path(tmp) / "log.sqlite", loaded.header, loaded.events)
+                via = storage.load(Path(tmp) / "log.sqlite", impl="live")
+                storage.save(Path(tmp) / "back.jsonl", via.header, via.events)
+                back = storage.load(Path(tmp) / "back.jsonl", impl="live")
+                assert _events_json(back.events) == self.events, "JSONL -> SQLite -> JSONL changed the events"
+
         # --- invariants ---------------------------------------------------------------------------
+
+        @invariant()
+        def request_header_matches_a_full_fold(self) -> None:
+            """SESSION-REQUEST-HEADER-FOLD.3: the header in force is the fold of the whole log, on both sides."""
+            header = self.sut.session.request_header()
+            assert header == fold_request_header(self.sut.session.events), "request_header() is not the full fold"
+            assert header == self.model.session.request_header(), "request headers differ"
 
         @invariant()
         def events_equal(self) -> None:
@@ -291,6 +391,18 @@ def make_machine(
     return SessionMachine
 
 
+def _call_id(event: dict[str, Any]) -> Any:
+    """The call a tool/result answers (message.source.callId), as repair reads it."""
+    data = event.get("data")
+    message = data.get("message") if isinstance(data, dict) else None
+    source = message.get("source") if isinstance(message, dict) else None
+    return source.get("callId") if isinstance(source, dict) else None
+
+
+def _events_json(events: Any) -> list[dict[str, Any]]:
+    return [e.to_json() for e in events]
+
+
 def _timeless(events: list[dict[str, Any]], compare_time: bool) -> list[dict[str, Any]]:
     return events if compare_time else [{k: v for k, v in e.items() if k != "time"} for e in events]
 
@@ -300,3 +412,87 @@ def plain(label: str, returned: Any) -> Any:
     if label == "events":
         return [e.to_json() for e in returned]
     return thaw(list(returned))
+
+
+def with_companion(factory: Callable[..., Any]) -> Callable[..., Any]:
+    """`factory`, with a fresh sessionspec.invariants.Companion attached to every session it creates."""
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        session = factory(*args, **kwargs)
+        Companion().attach(session)
+        return session
+
+    return create
+
+
+def make_companion_machine(sut_factory: Callable[..., Any] | None = None, *, name: str = "live") -> type[RuleBasedStateMachine]:
+    """Both sides with the companion attached, driven by well-formed agent loops and relational violations.
+
+    A loop's requests name absolute seqs, so each rule starts a fresh session on both sides.
+    """
+    sut_create = with_companion(sut_factory if sut_factory is not None else impls.factory("live"))
+    model_create = with_companion(impls.factory("model"))
+
+    class CompanionMachine(RuleBasedStateMachine):
+        """The companion on both sides: the same loops accepted, the same violations vetoed by the same rule."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.now = START_TIME
+            self.model = Side(model_create, lambda: self.now)
+            self.sut = Side(sut_create, lambda: self.now)
+            self.sessions = 0
+
+        def run(self, op: Op) -> Answer:
+            self.now += 1
+            op = {**op, "x-time": self.now}
+            expected, actual = self.model.run(op), self.sut.run(op)
+            diff = differences(expected, actual)
+            assert not diff, f"{op['op']} answered differently by {name} with the companion: " + "; ".join(diff)
+            return expected
+
+        def fresh(self, seed: list[Any] | None = None) -> None:
+            self.sessions += 1
+            answer = self.run({"op": "create", "id": f"c{self.sessions}", "seed": seed, "header": None})
+            assert answer["ok"], f"the companion refused a seed: {answer}"
+
+        @initialize()
+        def start(self) -> None:
+            self.fresh()
+
+        @rule(loop=loops.agent_loops(max_turns=2, max_steps=2))
+        def well_formed_loop_is_accepted_by_both(self, loop: loops.Loop) -> None:
+            self.fresh()
+            for request in loop.requests:
+                answer = self.run({"op": "append", **request})
+                assert answer["ok"], f"the companion vetoed a well-formed loop: {answer}"
+
+        @rule(violation=loops.relational_violations())
+        def violation_is_vetoed_with_the_same_rule(self, violation: loops.Violation) -> None:
+            self.fresh()
+            for request in violation.prefix:
+                assert self.run({"op": "append", **request})["ok"], "the companion vetoed a well-formed prefix"
+            answer = self.run({"op": "append", **violation.request})
+            assert not answer["ok"], f"the companion let through a {violation.rule} violation"
+            assert answer["error"]["rule"] == violation.rule, f"vetoed with {answer['error']['rule']}, not {violation.rule}"
+
+        @rule(data=st.data(), loop=loops.agent_loops(max_turns=2, max_steps=2, min_turns=1))
+        def repaired_cut_loop_passes_the_companion(self, data: st.DataObject, loop: loops.Loop) -> None:
+            """SESSION-INVARIANT-COMMIT.2 on a repaired crash: the companion replays the balanced log."""
+            cut = data.draw(st.integers(1, len(loop.requests)), label="cut")
+            built = loops.build(loop.requests[:cut], impl="live")
+            added = closers(built.events)
+            assert bool(added) == (loop.states[cut].open_turn is not None), "closers for a balanced log, or none for an open one"
+            assert all(c.surface_op in (None, APPEND) for c in added), "SESSION-CRASH-REPAIR.5: a closer shadows"
+            whole = repaired(built.events)
+            assert closers(whole) == [], "SESSION-CRASH-REPAIR.7: the repaired log still has closers"
+            self.fresh([e.to_json() for e in whole])
+
+        @invariant()
+        def companion_traces_equal(self) -> None:
+            """Both logs replay to the same companion trace (what is open, what is pending)."""
+            if self.model.session is not None:
+                assert replay(self.model.session.events) == replay(self.sut.session.events), "companion traces differ"
+
+    CompanionMachine.__name__ = CompanionMachine.__qualname__ = f"CompanionMachine[{name}]"
+    return CompanionMachine
