@@ -34,7 +34,7 @@ from sessionspec.repair import closers, repaired
 from sessionspec.requestheader import fold_request_header
 from sessionspec.testing import loops
 from sessionspec.testing import strategies as ss
-from sessionspec.testing.trace import MUTATIONS, Answer, Op, Side, differences, write_trace
+from sessionspec.testing.trace import MUTATIONS, Answer, Op, Side, attempt_mutation, differences, write_trace
 
 START_TIME = 1_700_000_000_000
 PERSIST_PER_EXAMPLE = 2
@@ -169,6 +169,32 @@ def make_machine(
             assert not expected["ok"], f"the model accepted an operation meant to be invalid ({invalid.why})"
             assert expected["error"]["rule"] == invalid.rule, (
                 f"strategy expected {invalid.rule} for {invalid.why}; the model said {expected['error']['rule']}")
+
+        @precondition(lambda self: bool(self.view().tool_result_nodes()))
+        @rule(data=st.data())
+        def forged_tool_result_rewrite(self, data: st.DataObject) -> None:
+            """SESSION-SURFACE-TOOL-RESULT.3: a pruning that changes an id, isError, error, meta or turn is refused by both.
+
+            Its own rule (it is also one of the invalid operations) because a store that compares only
+            the call id accepts these, and one draw among all invalid operations finds it too rarely.
+            """
+            invalid = data.draw(ss.forged_tool_result_rewrites(self.view()), label="forged rewrite")
+            expected, _ = self.append(invalid.request)
+            assert not expected["ok"] and expected["error"]["rule"] == invalid.rule, (
+                f"the model did not refuse a forged rewrite ({invalid.why}): {expected}")
+
+        @precondition(lambda self: bool(self.nodes))
+        @rule(data=st.data())
+        def incomplete_provenance_is_refused(self, data: st.DataObject) -> None:
+            """SESSION-SURFACE-PROVENANCE.6: a replacement whose sources miss a shadowed node is refused by both.
+
+            Its own rule for the same reason as the forged rewrite: a store that skips the coverage
+            check differs only on this request, and it is one draw among many invalid operations.
+            """
+            invalid = data.draw(ss.incomplete_provenance_replacements(self.view()), label="incomplete provenance")
+            expected, _ = self.append(invalid.request)
+            assert not expected["ok"] and expected["error"]["rule"] == invalid.rule, (
+                f"the model did not refuse a replacement ({invalid.why}): {expected}")
 
         @rule(data=st.data(), mode=st.sampled_from(["raise", "violation", "reentrant"]))
         def vetoed_append(self, data: st.DataObject, mode: str) -> None:
@@ -337,6 +363,18 @@ def make_machine(
         def returned_sequences_never_change(self) -> None:
             for label, returned, copy_then in self.held:
                 assert plain(label, returned) == copy_then, f"a returned {label} sequence changed after it was returned"
+
+        @invariant()
+        def returned_values_refuse_mutation(self) -> None:
+            """Decision 5, after every step and for every kind of returned value: mutation raises TypeError.
+
+            The `mutate_returned_value` rule tries one target at a random point (and records it in
+            the trace); this tries them all on the system under test, so a store that hands out one
+            mutable kind of value is caught on the first step that has such a value.
+            """
+            for target in sorted(MUTATIONS):
+                raised = attempt_mutation(self.sut.session, target)
+                assert raised in ("TypeError", "n/a"), f"{target} on {name} raised {raised}, not TypeError"
 
         @invariant()
         def seq_is_log_length(self) -> None:

@@ -419,9 +419,9 @@ def _surface_dependent(view: View) -> list[S[Invalid]]:
                                                    "sourceEventSeqs": list(view.nodes)},
                                                   "SESSION-SURFACE-REPLACE.2", "start after end"), _user(view), pairs))
     if view.nodes:
-        out.append(_incomplete_provenance(view))
+        out.append(incomplete_provenance_replacements(view))
     if view.tool_result_nodes():
-        out.append(_forged_rewrite(view))
+        out.append(forged_tool_result_rewrites(view))
     others = [n for n in view.nodes if view.events[n]["type"] != TOOL_RESULT]
     if others:
         out.append(st.builds(lambda d, n: Invalid({"type": TOOL_RESULT, "data": d, "surfaceOp": _replace_op(n, n),
@@ -438,7 +438,8 @@ def _surface_dependent(view: View) -> list[S[Invalid]]:
 
 
 @st.composite
-def _incomplete_provenance(draw: st.DrawFn, view: View) -> Invalid:
+def incomplete_provenance_replacements(draw: st.DrawFn, view: View) -> Invalid:
+    """A replacement whose sources omit one shadowed node (or that has no sources at all)."""
     first, last = draw(positional_ranges(view))
     shadowed = list(view.nodes[first:last + 1])
     omitted = draw(st.sampled_from(shadowed))
@@ -462,7 +463,7 @@ REWRITE_CHANGES: dict[str, Callable[[dict[str, Any]], object]] = {
 
 
 @st.composite
-def _forged_rewrite(draw: st.DrawFn, view: View) -> Invalid:
+def forged_tool_result_rewrites(draw: st.DrawFn, view: View) -> Invalid:
     """A tool-result rewrite that changes more than the inner content: an id, isError, error or meta."""
     target = draw(st.sampled_from(view.tool_result_nodes()))
     data = thaw(view.events[target]["data"])
@@ -485,6 +486,8 @@ __all__ = [
     "assistant_message_requests",
     "chunks",
     "content_blocks",
+    "forged_tool_result_rewrites",
+    "incomplete_provenance_replacements",
     "invalid_requests",
     "json_values",
     "log_only_requests",
