@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 from sessionspec.storage.jsonl import JsonlWriter
+from sessionspec.tools import sources
 from sessionspec.tools.checker import check_path
 
 WORKLOAD = Path("/work/shared/bench/workload.py")
@@ -64,6 +65,21 @@ def orjson_rate(path: Path) -> tuple[float, int]:
     return count / (time.process_time() - start), count
 
 
+def parse_rate(path: Path, lines: int) -> float:
+    """The checker's floor: read the log in blocks and prove each block canonical (`sources._block`), no checks."""
+    start = time.process_time()
+    with open(path, "rb") as stream:
+        stream.readline()
+        carry = b""
+        while block := stream.read(sources.BLOCK):
+            data = carry + block
+            cut = data.rfind(b"\n") + 1
+            part, carry = data[: cut - 1], data[cut:]
+            if part:
+                sources._block(part)
+    return lines / (time.process_time() - start)
+
+
 def check_rate(path: Path, lines: int, strict: bool) -> tuple[float, int, int]:
     start = time.process_time()
     report = check_path(str(path), strict=strict)
@@ -77,6 +93,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds; best of N for each side")
     parser.add_argument("--strict", action="store_true", help="also time check --strict (not part of the bar)")
+    parser.add_argument("--floor", action="store_true", help="also time the block parse alone (where the time goes)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.log or bench_log(Path(tmp), args.turns)
@@ -84,15 +101,22 @@ def main() -> None:
         # back-to-back batches would compare different loads.
         raws: list[tuple[float, int]] = []
         checks: list[tuple[float, int, int]] = []
+        floors: list[float] = []
         for _ in range(args.repeat):
             raws.append(orjson_rate(path))
             checks.append(check_rate(path, raws[-1][1], False))
+            if args.floor:
+                floors.append(parse_rate(path, raws[-1][1]))
         raw, lines = max(raws)
         rate, events, findings = max(checks)
         print(f"log: {path.name}, {lines} lines, {events} events, {path.stat().st_size / 1e6:.1f} MB")
         print(f"orjson.loads: {raw:,.0f} lines/s")
         print(f"check:        {rate:,.0f} lines/s ({rate * events / lines:,.0f} events/s), {findings} findings")
         print(f"ratio check/orjson: {rate / raw:.2f} (bar: 0.50)")
+        if floors:
+            floor = max(floors)
+            print(f"block parse alone: {floor:,.0f} lines/s (ratio {floor / raw:.2f}); per line: parse "
+                  f"{1e6 / floor - 1e6 / raw:+.2f} us over loads, checks {1e6 / rate - 1e6 / floor:.2f} us")
         if args.strict:
             strict_rate, _, strict_findings = max(check_rate(path, lines, True) for _ in range(args.repeat))
             print(f"check --strict: {strict_rate:,.0f} lines/s, {strict_findings} findings, ratio {strict_rate / raw:.2f}")

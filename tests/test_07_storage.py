@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sqlite3
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from sessionspec import model, storage
 from sessionspec.catalog import END_SEED
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import thaw
-from sessionspec.storage import jsonl, sqlite
+from sessionspec.storage import gate, jsonl, sqlite, zstdlog
 from sessionspec.storage.chunkrows import decode
 from sessionspec.storage.layout import encode_segment, project_key, session_path
 from sessionspec.storage.zstdlog import compress
@@ -370,7 +371,10 @@ def test_the_zstd_fixture_loads_and_its_torn_frame_is_repaired(tmp_path: Path) -
     assert repaired.torn is None and list(repaired.events) == [*result.events, *result.closers]
 
 
-def test_a_torn_frame_gives_back_its_complete_records(tmp_path: Path) -> None:
+@pytest.mark.parametrize("buffer", [zstdlog.PLAIN_BUFFER, 64 << 10], ids=["kept", "decoded-twice"])
+def test_a_torn_frame_gives_back_its_complete_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffer: int) -> None:
+    """SESSION-ZSTD-FRAMES.4, whether the torn frame's plaintext fits the buffer or is decoded again."""
+    monkeypatch.setattr(zstdlog, "PLAIN_BUFFER", buffer)
     session = build([])
     for n in range(1, 4):
         turn(session, n)
@@ -399,11 +403,98 @@ def test_a_torn_frame_gives_back_its_complete_records(tmp_path: Path) -> None:
     (lambda data: data + compress(b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}'), "SESSION-ZSTD-FRAMES.3"),
     (lambda data: data[:-3] + bytes(b ^ 0xFF for b in data[-3:]), "SESSION-ZSTD-FRAMES.3"),
 ])
-def test_zstd_corruption_is_refused(tmp_path: Path, mutate: Any, rule: str) -> None:
+@pytest.mark.parametrize("buffer", [zstdlog.PLAIN_BUFFER, 1], ids=["kept", "decoded-twice"])
+def test_zstd_corruption_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutate: Any, rule: str,
+                                    buffer: int) -> None:
+    monkeypatch.setattr(zstdlog, "PLAIN_BUFFER", buffer)
     path = tmp_path / "c.jsonl.zstd"
     storage.save(path, HEADER, [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}])
     path.write_bytes(mutate(path.read_bytes()))
     assert violation(lambda: storage.load(path)).rule == rule
+
+
+def plugin_events(first: int, count: int, size: int = 1500) -> list[dict[str, Any]]:
+    """Ignorable events of about `size` bytes of incompressible text each (the gate keeps nothing of them)."""
+    return [{"type": "plugin/x", "seq": first + k, "time": 0, "data": os.urandom(size // 2).hex(), "ignorable": True}
+            for k in range(count)]
+
+
+def test_a_zstd_log_streams_in_memory_bounded_by_the_frame_buffer_not_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SESSION-ZSTD-FRAMES.1: one 3 MB seed frame (twelve times the buffer) and 40 batch frames, read by the
+    checker's stream with a traced peak below the buffer plus a few records: the old reader held the whole file."""
+    monkeypatch.setattr(zstdlog, "PLAIN_BUFFER", 256 << 10)
+    path = tmp_path / "big.jsonl.zstd"
+    log = storage.save(path, HEADER, plugin_events(0, 2000))
+    for _ in range(40):
+        log.append(plugin_events(log.next_seq, 50))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in storage.stream(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 4000
+    bound = zstdlog.PLAIN_BUFFER + 4 * 1500 + (1 << 20)  # the buffer, a few records, a block's pieces, the interpreter
+    assert peak < bound < size // 2, (peak, bound, size)
+
+
+def test_a_zstd_record_beyond_the_bound_is_cut_at_the_bound_and_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SESSION-STORAGE-RECORD.1 in a zstd frame: the scanner sees one byte past the bound, never the whole record."""
+    monkeypatch.setattr(gate, "MAX_RECORD_BYTES", 1 << 16)
+    monkeypatch.setattr(zstdlog, "PLAIN_BUFFER", 1 << 12)
+    path = tmp_path / "long.jsonl.zstd"
+    storage.save(path, HEADER, plugin_events(0, 3))
+    with open(path, "ab") as stream:
+        stream.write(compress(json.dumps(plugin_events(3, 1, 1 << 18)[0]).encode() + b"\n"))
+    result = storage.load(path)
+    assert len(result.events) == 3 and result.torn is not None and result.torn.line == 5
+    assert result.torn.reason.startswith("SESSION-STORAGE-RECORD.1") and f"{(1 << 16) + 1} bytes" in result.torn.reason
+
+
+# --- repair against another writer ----------------------------------------------------------------
+
+
+def other_writer(path: Path, next_seq: int) -> Any:
+    """A second writer on the same log, as another process would hold one."""
+    if path.suffix == ".sqlite":
+        return sqlite.SqliteWriter(path, HEADER["id"], next_seq)
+    return (zstdlog.ZstdWriter if path.suffix == ".zstd" else jsonl.JsonlWriter)(path, next_seq)
+
+
+@pytest.mark.parametrize("name", SUFFIXES)
+def test_a_repair_is_refused_when_another_writer_appended_after_the_read(tmp_path: Path, name: str) -> None:
+    """SESSION-STORAGE-WRITE.4: the live writer ends its turn between the read and the repair; the closers would answer
+    it twice (and SQLite's cut would delete its row), so the repair is refused and the writer's event kept."""
+    path = tmp_path / name
+    storage.save(path, HEADER, [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}])
+    plan = storage.load(path)
+    assert [c.type for c in plan.closers] == ["turn/end"]
+    end = {"type": "turn/end", "seq": 1, "time": 5, "data": {"turn": 1, "reason": {"kind": "completed"}}}
+    other_writer(path, 1).append([end])
+    error = violation(lambda: storage.repair(path, plan=plan))
+    assert error.rule == "SESSION-STORAGE-WRITE.4" and "repair is stale" in error.message
+    after = storage.load(path)
+    assert [e.to_json() for e in after.events][1] == end and not after.needs_repair
+
+
+@pytest.mark.parametrize("name", ["torn.jsonl", "frames.jsonl.zstd", "t.sqlite"])
+def test_a_torn_tail_plan_is_refused_once_another_repair_committed(tmp_path: Path, name: str) -> None:
+    """SESSION-STORAGE-WRITE.4 on the cut: a second repair from the same read would cut what the first one wrote."""
+    if name == "t.sqlite":
+        path, _ = sqlite_log(tmp_path)
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE events SET source_event_seqs = x'80' WHERE seq = 8")
+        db.close()
+    else:
+        path = fixture(name, tmp_path)
+    plan = storage.load(path)
+    assert plan.torn is not None
+    repaired = storage.repair(path)
+    error = violation(lambda: storage.repair(path, plan=plan))
+    assert error.rule == "SESSION-STORAGE-WRITE.4"
+    assert storage.load(path) == repaired
 
 
 # --- SQLite --------------------------------------------------------------------------------------

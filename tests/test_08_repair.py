@@ -173,3 +173,37 @@ def test_closers_exist_exactly_when_a_turn_is_open(loop: Loop, data: st.DataObje
     cut = data.draw(st.integers(0, len(loop.requests)))
     events = build(loop.requests[:cut]).events
     assert bool(repair.closers(events)) == (loop.states[cut].open_turn is not None)
+
+
+def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """SESSION-STORAGE-WRITE.4 through `sessionspec repair --write`: the live writer records c1's result after the plan
+    was read, so the plan's closer for c1 would answer it twice; the command refuses and writes nothing."""
+    import argparse
+
+    from sessionspec import storage
+    from sessionspec.commands import repair_cmd
+    from sessionspec.storage.jsonl import JsonlWriter
+
+    path = tmp_path / "open.jsonl"
+    storage.save(path, {"version": 0, "id": "s1", "createdAt": 0}, interrupted(recorded=True))
+    real_load = storage.load
+    written: list[bytes] = []
+
+    def load_then_another_writer_appends(*args: Any, **kwargs: Any) -> Any:
+        result = real_load(*args, **kwargs)
+        seq = len(result.events)
+        JsonlWriter(path, seq).append([{"type": "tool/result", "seq": seq, "time": 0, "surfaceOp": "append",
+                                        "sourceEventSeqs": [seq - 1], "data": result_data(1, 1, "r1", "c1", "ok")}])
+        written.append(path.read_bytes())
+        return result
+
+    monkeypatch.setattr(storage, "load", load_then_another_writer_appends)
+    args = argparse.Namespace(path=str(path), write=True, format="text", session=None)
+    assert repair_cmd.run(args) == 1
+    monkeypatch.setattr(storage, "load", real_load)
+    error = capsys.readouterr().err
+    assert "SESSION-STORAGE-WRITE.4" in error and "repair is stale" in error and "run it again" in error
+    assert path.read_bytes() == written[0]
+    after = storage.load(path)
+    assert [closer.data["message"]["source"]["callId"] for closer in after.closers[:1]] == ["c2"]

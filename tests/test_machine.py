@@ -6,6 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sessionspec import impls
+from sessionspec.invariants import Companion
+from sessionspec.repair import closers
+from sessionspec.testing import loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.machine import make_companion_machine, make_machine
 from sessionspec.testing.trace import dumps, loads
@@ -56,3 +59,23 @@ def test_replay_reports_a_difference_from_the_model(capsys: pytest.CaptureFixtur
 TestCompanionLiveAgainstModel = make_companion_machine(impls.factory("live"), name="live").TestCase
 TestCompanionLiveAgainstModel.settings = settings(TestCompanionLiveAgainstModel.settings, max_examples=15,
                                                   stateful_step_count=6)
+
+
+@given(loops.agent_loops(max_turns=2, max_steps=2, min_turns=1), st.data())
+def test_a_loop_cut_anywhere_is_read_back_and_continues_well_formed(loop: loops.Loop, data: st.DataObject) -> None:
+    """What `agent_works` relies on: `state_of` reads back the open turn, step and calls of a cut loop,
+    and a loop started from it finishes them in a way the companion accepts, ending balanced."""
+    cut = data.draw(st.integers(0, len(loop.requests)), label="cut")
+    session = impls.factory("model")("loop", clock=loops.ticking_clock())
+    Companion().attach(session)
+    for request in loop.requests[:cut]:
+        loops.append(session, request)
+    start = loops.state_of([e.to_json() for e in session.events], list(session.surface.nodes))
+    built = loop.states[cut]
+    assert (start.open_turn, start.open_step, start.committed) == (built.open_turn, built.open_step, built.committed)
+    assert (start.pending, start.unrecorded, start.recorded_at) == (built.pending, built.unrecorded, built.recorded_at)
+    assert start.nodes == built.nodes and dict(start.results) == dict(built.results)
+    rest = data.draw(loops.agent_loops(max_turns=1, max_steps=2, start=start), label="rest")
+    for request in rest.requests:
+        loops.append(session, request)
+    assert rest.states[-1].open_turn is None and closers(session.events) == []

@@ -17,7 +17,22 @@ from typing import Any
 import icontract
 import pytest
 from sessionspec import cli, impls, model, proving
-from sessionspec.explore import Explorer, append, create, explore, to_itf
+from sessionspec.explore import (
+    ALPHABETS,
+    Explorer,
+    NestedAppend,
+    append,
+    clone,
+    create,
+    default_alphabet,
+    explore,
+    observe,
+    steps,
+    to_itf,
+)
+from sessionspec.jsonvalue import FrozenList
+from sessionspec.live import Session as LiveSession
+from sessionspec.surface import Surface
 
 with contextlib.suppress(ImportError):
     import sessionspec.testing.planted  # noqa: F401  (registers the planted:<name> implementations)
@@ -145,6 +160,78 @@ def test_states_are_deduplicated() -> None:
     report = explorer.run(2)
     assert report.distinct_states == len(explorer.seen) == len(explorer.states)
     assert report.transitions > report.distinct_states - 1  # rejected and repeated transitions lead nowhere new
+
+
+@pytest.mark.parametrize("name", sorted(name for name in impls.names() if name.startswith("planted:"))
+                         or ["planted:stale-derived-cache"])
+def test_the_compact_alphabet_finds_every_planted_bug_within_depth_5(name: str) -> None:
+    report = explore(5, name, alphabet="compact")
+    assert report.alphabet == "compact" and report.violations, f"{name} survived the compact alphabet to depth 5"
+    assert report.violations[0].depth <= 5
+
+
+def test_the_compact_alphabet_is_a_subset_of_the_full_one() -> None:
+    """In every state compact reaches within depth 3, each compact letter is a full letter with the same requests."""
+    frontier: list[list[dict[str, Any]]] = [[]]
+    for _ in range(3):
+        next_frontier = []
+        for path in frontier:
+            session = create(model.Session.create, None)
+            for request in path:
+                assert append(session, request).accepted
+            full = {step.label: step.requests for step in steps(session, "full")}
+            compact = list(steps(session, "compact"))
+            assert compact and all(full.get(step.label) == step.requests for step in compact)
+            next_frontier.extend([*path, *step.requests] for step in compact
+                                 if step.label.startswith("append") and "vetoed" not in step.label)
+        frontier = next_frontier
+    assert frontier and set(ALPHABETS) == {"full", "compact"}
+
+
+def test_depth_7_defaults_to_the_compact_alphabet() -> None:
+    assert default_alphabet(5) == default_alphabet(6) == "full"
+    assert default_alphabet(7) == "compact"
+    assert explore(1, "live").alphabet == "full"
+    with pytest.raises(KeyError):
+        Explorer("live", "tiny")
+
+
+def test_the_nested_append_probe_catches_a_missing_reentrancy_guard() -> None:
+    violation = explore(3, "planted:no-reentrancy-guard").violations[0]
+    assert violation.invariant == "nested-append-rejected" and violation.depth == 1
+    probe = NestedAppend()
+    session = create(impls.factory("live"), None, [probe])
+    assert append(session, {"op": "append", "type": "turn/start", "data": {"turn": 1}}).accepted
+    assert [outcome.rule for outcome in probe.outcomes] == ["SESSION-APPEND-COMMIT.4"]
+
+
+def test_a_clone_is_an_independent_copy() -> None:
+    seed = [{"type": "user/message", "seq": 0, "time": 0, "data": {"id": "u", "role": "user",
+             "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]}, "surfaceOp": "append"}]
+    original = create(impls.factory("live"), seed, [NestedAppend()])
+    copied = clone(original)
+    assert observe(copied) == observe(original)
+    assert append(copied, {"op": "append", "type": "turn/start", "data": {"turn": 1}}).accepted
+    assert copied.seq == original.seq + 1 and len(original.events) == 2
+
+
+class _SeedDropsLastNode(LiveSession):
+    """A seeded session whose surface forgets its last node: what `fresh-rebuild-agrees` is for."""
+
+    @property
+    def surface(self) -> Surface:
+        surface = super().surface
+        if self.first_live_seq == 0 or not surface.nodes:
+            return surface
+        return Surface(FrozenList(surface.nodes[:-1]), surface.replace_generation)
+
+
+def test_reseeding_checks_the_rebuilt_surface() -> None:
+    explorer = Explorer("live")
+    explorer.factory = _SeedDropsLastNode.create
+    violation = explorer.run(3).violations[0]
+    assert violation.invariant == "fresh-rebuild-agrees" and violation.labels[-1] == "reseed"
+    assert violation.depth == 2
 
 
 def _run_cli(*argv: str) -> tuple[int, str]:

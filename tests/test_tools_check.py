@@ -146,3 +146,15 @@ def test_strict_adds_relational_and_provider_findings(tmp_path: Path) -> None:
     assert "SESSION-RELATIONAL-INVARIANT.5" in strict.stdout
     assert "SESSION-PROVIDER-VALIDITY.3" in strict.stdout
     assert "SESSION-PROVIDER-VALIDITY.2" in strict.stdout
+
+
+def test_a_non_string_type_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    """SESSION-EVENT-ENVELOPE.2: a `type` that is an object or a list (unhashable) is reported, line by line."""
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"type":"session","version":0,"id":"bad","createdAt":1,"delegationDepth":0}\n'
+                    '{"type":{"a":1}, "seq":0,"time":1,"data":{}}\n'
+                    '{"type":["text-chunks"],"seq":1,"time":1,"data":{}}\n')
+    done = sessionspec("check", str(path))
+    assert done.returncode == 1, done.stderr
+    assert f"{path}:2: seq 0 SESSION-EVENT-ENVELOPE.2" in done.stdout
+    assert f"{path}:3: seq 1 SESSION-EVENT-ENVELOPE.2" in done.stdout

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from sessionspec.explore import explore, to_itf
+from sessionspec.explore import ALPHABETS, default_alphabet, explore, to_itf
 from sessionspec.jsonvalue import Json
 
 
@@ -15,6 +15,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("explore", help="explore every state up to a depth, checking the invariants")
     parser.add_argument("--depth", type=int, default=5, help="number of operations from the empty session (default 5)")
     parser.add_argument("--impl", default="live", help="implementation under test (default: live)")
+    parser.add_argument("--alphabet", choices=ALPHABETS, default=None,
+                        help="operations to explore: full, or compact (one log-only letter, tool results only for "
+                             "pending calls, replace ranges of at most two nodes); default: full up to depth 6, "
+                             "compact beyond (proofs/README.md)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--itf", metavar="FILE", help="write the first counterexample as an Informal Trace Format file")
     parser.set_defaults(handler=run)
@@ -22,12 +26,15 @@ def register(subparsers: Any) -> None:
 
 def _progress(row: dict[str, Json]) -> None:
     print(f"  depth {row['depth']}: {row['new_states']} new states, {row['distinct_states']} distinct, "
-          f"{row['transitions']} transitions, {row['seconds']} s", file=sys.stderr, flush=True)
+          f"{row['transitions']} transitions, {row['seconds']} s CPU", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
+    alphabet = args.alphabet or default_alphabet(args.depth)
+    if not args.json:
+        print(f"  {alphabet} alphabet", file=sys.stderr, flush=True)
     try:
-        report = explore(args.depth, args.impl, progress=None if args.json else _progress)
+        report = explore(args.depth, args.impl, alphabet=alphabet, progress=None if args.json else _progress)
     except (KeyError, ImportError) as error:
         print(f"sessionspec explore: implementation {args.impl!r} is not available: {error}", file=sys.stderr)
         return 2
@@ -38,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), ensure_ascii=False))
         return 1 if report.violations else 0
     print(f"impl {report.impl}: depth {report.depth}, {report.distinct_states} distinct states, "
-          f"{report.transitions} transitions, {report.states_per_second:.0f} states/s, {report.seconds:.1f} s")
+          f"{report.transitions} transitions, {report.states_per_second:.0f} states/s, {report.seconds:.1f} s CPU, "
+          f"{report.alphabet} alphabet")
     for violation in report.violations:
         print(f"\nVIOLATION {violation.invariant} at depth {violation.depth}: {violation.message}")
         print("steps: " + " -> ".join(violation.labels))

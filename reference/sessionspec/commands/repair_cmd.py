@@ -11,6 +11,7 @@ from typing import Any
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
+from sessionspec.storage.durable import STALE
 from sessionspec.storage.gate import LoadResult
 from sessionspec.tools.show import summary
 from sessionspec.tools.sources import Unreadable, detect
@@ -67,12 +68,14 @@ def run(args: argparse.Namespace) -> int:
         detect(path)
         result = storage.load(path, session_id=args.session)
         if args.write and result.needs_repair:
-            storage.repair(path, session_id=args.session)
+            # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
+            storage.repair(path, session_id=args.session, plan=result)
     except Unreadable as error:
         print(f"{path}: unreadable: {error}", file=sys.stderr)
         return 2
     except SpecViolation as violation:
-        print(f"{path}: cannot repair: {violation}; run `sessionspec check {path}` for every finding", file=sys.stderr)
+        advice = "run it again" if violation.rule == STALE else f"run `sessionspec check {path}` for every finding"
+        print(f"{path}: cannot repair: {violation}; {advice}", file=sys.stderr)
         return 1
     if args.format == "json":
         json.dump({**plan_json(result), "written": bool(args.write and result.needs_repair)}, sys.stdout,

@@ -88,7 +88,7 @@ def load(path: Path | str, *, catalog: Catalog | str | None = None, session_id: 
     if isinstance(reader, ZstdReader) and reader.recovered_from is not None:
         recovered = len(events) - reader.recovered_from
     return finish_load(str(path), reader.format, reader.header, events, lines, reader.torn, upgrades, recovered=recovered,
-                       impl=impl)
+                       revision=reader.revision, impl=impl)
 
 
 def stream(path: Path | str, *, catalog: Catalog | str | None = None,
@@ -142,17 +142,21 @@ def open_log(path: Path | str, *, catalog: Catalog | str | None = None, session_
     """Load (through the gate) and open for appending; a log that needs repair is repaired first."""
     result = load(path, catalog=catalog, session_id=session_id, impl=impl)
     if result.needs_repair:
-        result = repair(path, catalog=catalog, session_id=session_id, impl=impl)
+        result = repair(path, catalog=catalog, session_id=session_id, impl=impl, plan=result)
     return Log(Path(path), result.format, _writer_for(result, Path(path), len(result.events)))
 
 
 def repair(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
-           impl: str = "model") -> LoadResult:
-    """Commit what load found durably: cut the torn tail, append the closers; then load again."""
-    result = load(path, catalog=catalog, session_id=session_id, impl=impl)
+           impl: str = "model", plan: LoadResult | None = None) -> LoadResult:
+    """Commit what load found durably: cut the torn tail, append the closers; then load again.
+
+    `plan` is a load of this log already made (and perhaps shown, as `sessionspec repair` does):
+    it is what gets committed, and only if the log has not changed since (SESSION-STORAGE-WRITE.4).
+    """
+    result = plan if plan is not None else load(path, catalog=catalog, session_id=session_id, impl=impl)
     if not result.needs_repair:
         return result
     keep = len(result.events) - result.recovered
     writer = _writer_for(result, Path(path), keep)
-    writer.commit_repair(result.torn, list(result.closers), list(result.events[keep:]))
+    writer.commit_repair(result.torn, list(result.closers), list(result.events[keep:]), revision=result.revision)
     return load(path, catalog=catalog, session_id=session_id, impl=impl)

@@ -115,9 +115,14 @@ def row(members: list[Json]) -> dict[str, Json]:
     return {"type": tag, "seq0": first["seq"], "time0": first["time"], "data": payload}
 
 
+def is_row_tag(value: object) -> bool:
+    """Whether a record's `type` names a packed row; any JSON value may stand there in a bad log."""
+    return type(value) is str and value in ROW_TAGS
+
+
 def check_storable(record: Json) -> None:
     """SESSION-CHUNK-ROWS.7: a verbatim event under a row tag would be read back as a (malformed) row."""
-    if isinstance(record, dict) and record.get("type") in ROW_TAGS:
+    if isinstance(record, dict) and is_row_tag(record.get("type")):
         raise SpecViolation(ROW_TAG_RESERVED, Kind.ENVELOPE,
                             f"event type {record['type']!r} is reserved for packed rows and cannot be stored",
                             seq=record.get("seq"))
@@ -166,7 +171,7 @@ def _malformed(tag: str, rule: str, why: str) -> SpecViolation:
 
 def decode(record: Json, *, sqlite: bool = False) -> list[Json]:
     """The events a storage record stands for: a row expands, anything else passes through as itself."""
-    if not isinstance(record, dict) or record.get("type") not in ROW_TAGS:
+    if not isinstance(record, dict) or not is_row_tag(record.get("type")):
         return [record]
     tag: str = record["type"]
     # .1 The row envelope and payload keys are exactly those of its tag.

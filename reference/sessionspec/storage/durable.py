@@ -4,11 +4,15 @@ A log that a crash leaves half-published, or that a failed append leaves with a 
 in the middle, is a log that later appends make unreadable. So a new log appears complete or
 not at all (temp file, fsync, hard link, directory fsync), a batch is acknowledged only after
 fsync, and a failed write truncates the file back to the size it had.
+
+Every write to an existing log holds an exclusive advisory lock (`flock`) on it, so a repair can
+check, under that lock, that the log is still the one its closers were computed from.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 from pathlib import Path
@@ -19,6 +23,8 @@ from sessionspec.rules import define
 PUBLISH = define("SESSION-STORAGE-WRITE.1", Kind.INTERNAL, "a new log is published atomically and never overwrites one")
 ACKNOWLEDGE = define("SESSION-STORAGE-WRITE.2", Kind.INTERNAL, "a batch is acknowledged only after it is fsynced")
 ROLLBACK = define("SESSION-STORAGE-WRITE.3", Kind.INTERNAL, "a failed append leaves the file at its previous size")
+STALE = define("SESSION-STORAGE-WRITE.4", Kind.INTERNAL,
+               "a repair commits only if, under the write lock, the log is still the one it was computed from")
 
 
 def fsync_directory(directory: Path) -> None:
@@ -58,31 +64,52 @@ def _write_all(fd: int, content: bytes) -> None:
         view = view[written:]
 
 
+def revision(stat: os.stat_result, size: int) -> tuple[int, ...]:
+    """The upstream's file revision token (notes §4.2), with the size a reader actually read."""
+    return (stat.st_dev, stat.st_ino, size, stat.st_mtime_ns)
+
+
 def append(path: Path, content: bytes) -> None:
     """SESSION-STORAGE-WRITE.2 and SESSION-STORAGE-WRITE.3: append and fsync, or truncate back and re-raise."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
-        size = os.fstat(fd).st_size
-        try:
-            _write_all(fd, content)
-            os.fsync(fd)
-        except BaseException as error:
-            # SESSION-STORAGE-WRITE.3: back to the previous size, durably, before the error propagates.
-            try:
-                os.ftruncate(fd, size)
-                os.fsync(fd)
-            except OSError as rollback:
-                raise BaseExceptionGroup(f"failed to roll back append to {str(path)!r}", [error, rollback]) from None
-            raise
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _append_locked(fd, path, content)
     finally:
         os.close(fd)
 
 
-def truncate(path: Path, size: int) -> None:
-    """Cut a torn tail: keep the first `size` bytes, durably."""
-    fd = os.open(path, os.O_WRONLY)
+def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes) -> None:
+    """SESSION-STORAGE-WRITE.4: under the lock, the log must be as read; then cut it to `keep` bytes and append."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
-        os.ftruncate(fd, size)
-        os.fsync(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        stat = os.fstat(fd)
+        # .4 Another writer appended (or rewrote the file) after the read: the cut and the closers are stale.
+        if revision(stat, stat.st_size) != read:
+            raise SpecViolation(STALE, Kind.INTERNAL,
+                                f"{path}: repair is stale: the log changed after it was read (another writer appended "
+                                f"or rewrote it; it is now {stat.st_size} bytes); load it and repair again")
+        if keep is not None:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        _append_locked(fd, path, content)
     finally:
         os.close(fd)
+
+
+def _append_locked(fd: int, path: Path, content: bytes) -> None:
+    if not content:
+        return
+    size = os.fstat(fd).st_size
+    try:
+        _write_all(fd, content)
+        os.fsync(fd)
+    except BaseException as error:
+        # SESSION-STORAGE-WRITE.3: back to the previous size, durably, before the error propagates.
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        except OSError as rollback:
+            raise BaseExceptionGroup(f"failed to roll back append to {str(path)!r}", [error, rollback]) from None
+        raise

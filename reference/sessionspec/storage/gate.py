@@ -72,6 +72,8 @@ class LoadResult:
     closers_available: bool = True
     recovered: int = 0
     """Events recovered from a torn final zstd frame (present in `events`, rewritten by repair)."""
+    revision: tuple[int, ...] = ()
+    """The revision token of what was read; repair commits only if the log still has it (SESSION-STORAGE-WRITE.4)."""
 
     @property
     def needs_repair(self) -> bool:
@@ -286,6 +288,7 @@ def finish_load(
     upgrades: list[LegacyUpgrade],
     *,
     recovered: int = 0,
+    revision: tuple[int, ...] = (),
     impl: str = "model",
 ) -> LoadResult:
     """Seed validation of the whole log (and its closers) by `impl`; no marker (SESSION-STORAGE-LOAD.1)."""
@@ -301,4 +304,4 @@ def finish_load(
     stored = session.events[: len(events)]
     # SESSION-STORAGE-LOAD.1: the marker belongs to a resumed session, never to the stored log.
     return LoadResult(path, fmt, header, FrozenList(stored), FrozenList(session.events[len(events): len(events) + len(closers)]),
-                      torn, tuple(upgrades), available, recovered)
+                      torn, tuple(upgrades), available, recovered, revision)

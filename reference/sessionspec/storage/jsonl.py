@@ -6,9 +6,11 @@ bounded by the longest record and whatever it keeps itself, never by the file.
 
 from __future__ import annotations
 
+import os
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
@@ -66,40 +68,38 @@ def read_header(stream: BinaryIO, path: str, session_id: str | None = None) -> t
     return header_from_record(value, path, jsonl=True, session_id=session_id), len(raw)
 
 
-class JsonlReader:
-    """The committed records of a JSONL log, with its torn tail decided at the end."""
+class FileReader(ABC):
+    """A reader that owns its open log file: `records()` closes it once exhausted, `close()` at any time.
 
-    format = "jsonl"
+    After `records()` is exhausted, `torn` is the torn tail (or None) and `revision` the revision
+    token of what was read, which a repair must still find (SESSION-STORAGE-WRITE.4).
+    """
+
+    format: str
 
     def __init__(self, path: Path, session_id: str | None = None) -> None:
         self.path = Path(path)
         self._name = str(path)
         self._stream: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed by records() or close()
+        self.torn: TornTail | None = None
+        self.revision: tuple[int, ...] = ()
         try:
-            self.header, self._offset = read_header(self._stream, self._name, session_id)
+            self.header: FrozenDict = self._open(session_id)
         except BaseException:
             self._stream.close()
             raise
-        self.scanner = Scanner(self._name, committed_end=self._offset)
-        self.torn: TornTail | None = None
+
+    @abstractmethod
+    def _open(self, session_id: str | None) -> FrozenDict:
+        """The header gate over the start of the file."""
+
+    @abstractmethod
+    def _records(self) -> Iterator[tuple[int | None, Json]]:
+        """(line, raw event) for each committed event; sets `torn` and `revision` at the end."""
 
     def records(self) -> Iterator[tuple[int | None, Json]]:
-        """(line, raw event) for each committed event; `self.torn` is set once exhausted."""
         try:
-            line, offset = 1, self._offset
-            while True:
-                line += 1
-                raw = _read_line(self._stream, self._name, line)
-                if not raw:
-                    self.torn = self.scanner.finish()
-                    return
-                offset += len(raw)
-                if not raw.endswith(b"\n"):
-                    # SESSION-TORN-TAIL.1: the final fragment of an interrupted write.
-                    self.torn = self.scanner.finish(fragment_line=line, fragment=True)
-                    return
-                for record in self.scanner.feed(line, raw[:-1], offset):
-                    yield line, record
+            yield from self._records()
         finally:
             self._stream.close()
 
@@ -107,21 +107,60 @@ class JsonlReader:
         self._stream.close()
 
 
+class JsonlReader(FileReader):
+    """The committed records of a JSONL log, with its torn tail decided at the end."""
+
+    format = "jsonl"
+
+    def _open(self, session_id: str | None) -> FrozenDict:
+        header, self._offset = read_header(self._stream, self._name, session_id)
+        self.scanner = Scanner(self._name, committed_end=self._offset)
+        return header
+
+    def _records(self) -> Iterator[tuple[int | None, Json]]:
+        line, offset = 1, self._offset
+        while True:
+            line += 1
+            raw = _read_line(self._stream, self._name, line)
+            offset += len(raw)
+            if not raw.endswith(b"\n"):
+                # EOF: what was read is what a repair must still find (SESSION-STORAGE-WRITE.4).
+                self.revision = durable.revision(os.fstat(self._stream.fileno()), offset)
+                # SESSION-TORN-TAIL.1: a non-empty final fragment is an interrupted write.
+                self.torn = self.scanner.finish(fragment_line=line, fragment=bool(raw))
+                return
+            for record in self.scanner.feed(line, raw[:-1], offset):
+                yield line, record
+
+
 class JsonlWriter:
-    """Appends durable batches to one JSONL log; `next_seq` is the stored cursor."""
+    """Appends durable batches to one JSONL log; `next_seq` is the stored cursor.
+
+    The zstd writer is this writer with `frame` compressing: the two formats differ only in how a
+    batch's lines are stored, so create, append and repair are written once.
+    """
 
     def __init__(self, path: Path, next_seq: int, *, packed: bool = True) -> None:
         self.path = Path(path)
         self.next_seq = next_seq
         self.packed = packed
 
+    @staticmethod
+    def frame(plain: bytes) -> bytes:
+        """How one batch's lines (or the header line) are stored: as they are."""
+        return plain
+
+    @classmethod
+    def _batch(cls, batch: list[Event], packed: bool) -> bytes:
+        return cls.frame(encode_batch(batch, packed=packed)) if batch else b""
+
     @classmethod
     def create(cls, path: Path, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (),
-               *, packed: bool = True) -> JsonlWriter:
+               *, packed: bool = True) -> Self:
         """Publish a new log (header line plus a first batch) atomically; refuses an existing file."""
         valid = checked_header(header)
         batch = as_events(events, 0)
-        durable.publish(Path(path), encode_line(header_record(valid)) + encode_batch(batch, packed=packed))
+        durable.publish(Path(path), cls.frame(encode_line(header_record(valid))) + cls._batch(batch, packed))
         return cls(path, len(batch), packed=packed)
 
     def append(self, events: Iterable[Event | Json]) -> None:
@@ -129,11 +168,15 @@ class JsonlWriter:
         batch = as_events(events, self.next_seq)
         if not batch:
             return
-        durable.append(self.path, encode_batch(batch, packed=self.packed))
+        durable.append(self.path, self._batch(batch, self.packed))
         self.next_seq += len(batch)
 
-    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event]) -> None:
-        """Cut the torn tail and append the closers, durably."""
-        if torn is not None:
-            durable.truncate(self.path, torn.offset)
-        self.append([*recovered, *closers])
+    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event], *,
+                      revision: tuple[int, ...]) -> None:
+        """Cut the torn tail and append the recovered events and the closers as one batch, durably.
+
+        SESSION-STORAGE-WRITE.4: only if the file is still at the `revision` the repair was computed from.
+        """
+        batch = as_events([*recovered, *closers], self.next_seq)
+        durable.repair(self.path, revision, None if torn is None else torn.offset, self._batch(batch, self.packed))
+        self.next_seq += len(batch)

@@ -22,7 +22,7 @@ from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, is_nonneg_safe_int, thaw
 from sessionspec.rules import define
 from sessionspec.storage.chunkrows import ROW_TAGS, check_storable, pack
-from sessionspec.storage.durable import PUBLISH
+from sessionspec.storage.durable import PUBLISH, STALE
 from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, Scanner, TornTail, header_from_record, refuse
 from sessionspec.storage.losslessparse import decode_utf8, dumps, parse
 from sessionspec.storage.records import as_events, checked_header
@@ -256,8 +256,12 @@ class SqliteReader:
         self._name = str(path)
         self._connection = connect(self.path, write=False)
         try:
+            # One read transaction: the header, the rows and the revision token are of one snapshot.
+            self._connection.execute("BEGIN")
             check_identity(self._connection, self._name, initialise=False)
             self.session_id = self._choose(session_id)
+            self.revision = revision_token(self._connection, self.session_id)
+            """What a repair must still find under its write lock (SESSION-STORAGE-WRITE.4)."""
             columns = ", ".join(HEADER_COLUMNS.values())
             row = self._connection.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
             raw: dict[str, Json] = {"type": "session"}
@@ -365,16 +369,31 @@ class SqliteWriter:
         finally:
             connection.close()
 
-    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event]) -> None:
-        """Delete the torn rows and insert the closers, in one transaction."""
+    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event], *,
+                      revision: tuple[int, ...]) -> None:
+        """Delete the torn rows and insert the closers, in one transaction, if the rows are still as read."""
         cut = torn.seq if torn is not None else self.next_seq
 
         def body(connection: sqlite3.Connection) -> None:
+            found = revision_token(connection, self.session_id)
+            # SESSION-STORAGE-WRITE.4: re-read under the write lock; another writer's rows are never cut or answered.
+            if found != revision:
+                raise refuse(STALE, Kind.INTERNAL, str(self.path),
+                             f"session {self.session_id}: repair is stale: the session changed after it was read "
+                             f"(revision, rows, last seq were {revision}, now {found}); load it and repair again")
             connection.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (self.session_id, cut))
             _insert(connection, self.session_id, as_events(closers, cut), True)
 
         self._transaction(body)
         self.next_seq = cut + len(closers)
+
+
+def revision_token(connection: sqlite3.Connection, session_id: str) -> tuple[int, ...]:
+    """The session's revision token: its `revision` (bumped by every append and repair), row count and last row seq."""
+    bumped = connection.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    rows, last = connection.execute("SELECT count(*), coalesce(max(seq), -1) FROM events WHERE session_id = ?",
+                                    (session_id,)).fetchone()
+    return (-1 if bumped is None else int(bumped[0]), int(rows), int(last))
 
 
 def _stored_next_seq(connection: sqlite3.Connection, session_id: str, path: str) -> int:

@@ -5,24 +5,32 @@ the first, then one frame per durable batch. A crash can only leave the last fra
 structural scan of frame boundaries (without decompressing) tells a torn final frame (EOF inside
 it) from a corrupt one (bad magic, reserved bits, a failed checksum), and the complete records of
 a torn frame are recovered rather than lost.
+
+Reading streams: one structural pass over the frame and block headers (seeking past block
+contents), then one frame at a time, fed to the decoder one block at a time (a block decodes to
+at most 128 KiB). A frame is decoded whole before any of its records is trusted; its plaintext is
+kept if it fits PLAIN_BUFFER and decoded a second time otherwise. So memory is bounded by
+PLAIN_BUFFER plus the longest record (itself bounded by SESSION-STORAGE-RECORD.1), never by the
+file or by one large frame.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import zstandard
 
-from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.rules import define
-from sessionspec.storage import durable
-from sessionspec.storage.gate import HEADER_LINE, Scanner, TornTail, header_from_record, located, refuse
+from sessionspec.storage import durable, gate
+from sessionspec.storage.gate import Scanner, TornTail, header_from_record, located, refuse
+from sessionspec.storage.jsonl import FileReader, JsonlWriter
 from sessionspec.storage.losslessparse import parse
-from sessionspec.storage.records import as_events, checked_header, encode_batch, encode_line, header_record
 
 FRAMES = define("SESSION-ZSTD-FRAMES.1", Kind.ENVELOPE, "the file is zstd frames; a bad magic number or reserved bit is corruption")
 FIRST_FRAME = define("SESSION-ZSTD-FRAMES.2", Kind.HEADER, "the first frame holds exactly the header line")
@@ -33,6 +41,8 @@ TORN_FRAME = define("SESSION-ZSTD-FRAMES.4", Kind.INTERNAL,
 
 MAGIC = b"\x28\xb5\x2f\xfd"
 LEVEL = 3
+PLAIN_BUFFER = 4 << 20
+"""A frame whose plaintext fits is decoded once and kept for splitting; a larger one is decoded twice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,131 +50,224 @@ class Frame:
     start: int
     end: int
     complete: bool
+    header: int
+    """The length of the frame header (magic, descriptor, window, dictionary id, content size)."""
+    checksum: bool
 
 
-def scan_frames(data: bytes, path: str) -> list[Frame]:
-    """SESSION-ZSTD-FRAMES.1: frame boundaries from the frame and block headers alone."""
-    frames: list[Frame] = []
-    pos = 0
-    while pos < len(data):
-        start = pos
-        if len(data) - pos < 4 + 1:
-            frames.append(Frame(start, len(data), False))
+def _block(raw: bytes) -> tuple[bool, int, int]:
+    """(last, block type, size field) of a 3-byte block header."""
+    value = int.from_bytes(raw, "little")
+    return bool(value & 1), (value >> 1) & 3, value >> 3
+
+
+def read_frame(stream: BinaryIO, start: int, size: int, path: str) -> Frame:
+    """SESSION-ZSTD-FRAMES.1: the frame at `start`, from the frame and block headers alone.
+
+    `size` is the file's size when the reader opened it: bytes appended since belong to another read.
+    """
+    if size - start < 4 + 1:
+        return Frame(start, size, False, size - start, False)
+    stream.seek(start)
+    head = stream.read(5)
+    if head[:4] != MAGIC:
+        raise refuse(FRAMES, Kind.ENVELOPE, path, f"corrupt Zstandard session log: bad frame magic at byte {start}")
+    descriptor = head[4]
+    if descriptor & 0x08:
+        raise refuse(FRAMES, Kind.ENVELOPE, path, f"corrupt Zstandard session log: reserved bit set at byte {start + 4}")
+    single_segment = bool(descriptor & 0x20)
+    fcs_size = {0: 1 if single_segment else 0, 1: 2, 2: 4, 3: 8}[descriptor >> 6]
+    dict_size = {0: 0, 1: 1, 2: 2, 3: 4}[descriptor & 0x03]
+    checksum = 4 if descriptor & 0x04 else 0
+    header = 5 + (0 if single_segment else 1) + dict_size + fcs_size
+    pos = start + header
+    while pos + 3 <= size:
+        stream.seek(pos)
+        last, kind, length = _block(stream.read(3))
+        if kind == 3:
+            raise refuse(FRAMES, Kind.ENVELOPE, path, f"corrupt Zstandard session log: reserved block type at byte {pos}")
+        pos += 3 + (1 if kind == 1 else length)
+        if last:
+            pos += checksum
+            if pos <= size:
+                return Frame(start, pos, True, header, bool(checksum))
             break
-        if data[pos:pos + 4] != MAGIC:
-            raise refuse(FRAMES, Kind.ENVELOPE, path, f"corrupt Zstandard session log: bad frame magic at byte {pos}")
-        descriptor = data[pos + 4]
-        if descriptor & 0x08:
-            raise refuse(FRAMES, Kind.ENVELOPE, path, f"corrupt Zstandard session log: reserved bit set at byte {pos + 4}")
-        single_segment = bool(descriptor & 0x20)
-        fcs_size = {0: 1 if single_segment else 0, 1: 2, 2: 4, 3: 8}[descriptor >> 6]
-        dict_size = {0: 0, 1: 1, 2: 2, 3: 4}[descriptor & 0x03]
-        checksum = 4 if descriptor & 0x04 else 0
-        pos += 5 + (0 if single_segment else 1) + dict_size + fcs_size
-        complete = False
-        while pos + 3 <= len(data):
-            block = int.from_bytes(data[pos:pos + 3], "little")
-            last, kind, size = block & 1, (block >> 1) & 3, block >> 3
-            if kind == 3:
-                raise refuse(FRAMES, Kind.ENVELOPE, path, f"corrupt Zstandard session log: reserved block type at byte {pos}")
-            pos += 3 + (1 if kind == 1 else size)
-            if last:
-                pos += checksum
-                complete = pos <= len(data)
-                break
-        if not complete:
-            frames.append(Frame(start, len(data), False))
-            break
-        frames.append(Frame(start, pos, True))
-    return frames
+    return Frame(start, size, False, min(header, size - start), bool(checksum))
 
 
-def _decode_complete(data: bytes, frame: Frame, path: str) -> bytes:
-    chunk = data[frame.start:frame.end]
+def frames(stream: BinaryIO, size: int, path: str, start: int = 0) -> Iterator[Frame]:
+    """The frames from `start` on, one at a time; the last is torn when EOF falls inside it."""
+    while start < size:
+        frame = read_frame(stream, start, size, path)
+        yield frame
+        if not frame.complete:
+            return
+        start = frame.end
+
+
+def _pieces(stream: BinaryIO, frame: Frame) -> Iterator[bytes]:
+    """The frame's bytes as the decoder is fed them: its header, then one block at a time (the last with the checksum).
+
+    Feeding whole blocks bounds each decode step's output: a 4-byte RLE block alone expands to 128 KiB.
+    """
+    stream.seek(frame.start)
+    yield stream.read(frame.header)
+    pos = frame.start + frame.header
+    while pos < frame.end:
+        raw = stream.read(min(3, frame.end - pos))
+        last, kind, length = _block(raw)
+        rest = frame.end - pos - len(raw)
+        piece = raw + stream.read(rest if last else min(rest, 1 if kind == 1 else length))
+        yield piece
+        pos += len(piece)
+
+
+def _plain(stream: BinaryIO, frame: Frame, dctx: zstandard.ZstdDecompressor) -> Iterator[bytes]:
+    """The frame's plaintext in block-sized pieces; raises ZstdError (a complete frame must also end)."""
+    decoder = dctx.decompressobj()
+    for piece in _pieces(stream, frame):
+        plain = decoder.decompress(piece)
+        if plain:
+            yield plain
+    if frame.complete and not decoder.eof:
+        raise zstandard.ZstdError("frame did not end")
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A frame decoded once: its plaintext pieces if they fit the buffer (else None), its newlines, its ending."""
+
+    kept: list[bytes] | None
+    newlines: int
+    ends_line: bool
+
+
+def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard.ZstdDecompressor) -> Decoded:
+    """SESSION-ZSTD-FRAMES.3 and .4: the whole frame decoded, before any of its records is trusted."""
     # .3 Only a checksummed frame can prove its own integrity.
-    if not zstandard.get_frame_parameters(chunk).has_checksum:
+    if frame.complete and not frame.checksum:
         raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path, f"corrupt Zstandard session log: frame at byte {frame.start} has no checksum")
+    kept: list[bytes] = []
+    total = newlines = 0
+    last = b"\n"
     try:
-        decoder = zstandard.ZstdDecompressor().decompressobj()
-        plain = decoder.decompress(chunk)
-        if not decoder.eof:
-            raise zstandard.ZstdError("frame did not end")
+        for piece in _plain(stream, frame, dctx):
+            total += len(piece)
+            newlines += piece.count(b"\n")
+            last = piece[-1:]
+            if total <= keep:
+                kept.append(piece)
     except zstandard.ZstdError as error:
+        if not frame.complete:
+            # .4 A torn frame that fails to decode just recovers nothing.
+            return Decoded([], 0, True)
         raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path,
                      f"corrupt Zstandard session log: frame at byte {frame.start} fails to decode: {error}") from None
-    return plain
+    return Decoded(kept if total <= keep else None, newlines, last == b"\n")
 
 
-def _recover(data: bytes, frame: Frame) -> bytes:
-    """Whatever plaintext a torn frame yields; a decode failure just means nothing is recovered."""
+def _again(stream: BinaryIO, frame: Frame, path: str, dctx: zstandard.ZstdDecompressor) -> Iterator[bytes]:
+    """The second decode of a frame too large to keep; it decoded once, so a failure means the file changed."""
     try:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data[frame.start:frame.end])
-    except zstandard.ZstdError:
-        return b""
+        yield from _plain(stream, frame, dctx)
+    except zstandard.ZstdError as error:
+        raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path,
+                     f"corrupt Zstandard session log: frame at byte {frame.start} changed while it was read: {error}") from None
+
+
+def lines(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The newline-terminated records of a plaintext, without the newline; an unterminated rest is dropped.
+
+    A record longer than the bound is cut one byte past it: the scanner still refuses it
+    (SESSION-STORAGE-RECORD.1), and memory stays bounded by the bound.
+    """
+    carry: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        parts = piece.split(b"\n")
+        for part in parts[:-1]:
+            if carry:
+                carry.append(part)
+                yield b"".join(carry)[:gate.MAX_RECORD_BYTES + 1]
+                carry, held = [], 0
+            else:
+                yield part
+        if parts[-1] and held <= gate.MAX_RECORD_BYTES:
+            carry.append(parts[-1])
+            held += len(parts[-1])
 
 
 def compress(plain: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True).compress(plain)
 
 
-class ZstdReader:
+class ZstdReader(FileReader):
     """The committed records of a zstd-framed log; `torn` and `rewrite_from` are set once exhausted."""
 
     format = "jsonl.zstd"
 
     def __init__(self, path: Path, session_id: str | None = None) -> None:
-        self.path = Path(path)
-        self._name = str(path)
-        self._data = self.path.read_bytes()
-        self._frames = scan_frames(self._data, self._name)
-        if not self._frames:
-            raise refuse(HEADER_LINE, Kind.HEADER, self._name, "empty or header-less Zstandard session log", line=1)
-        first = self._frames[0]
-        plain = _decode_complete(self._data, first, self._name) if first.complete else b""
-        # SESSION-ZSTD-FRAMES.2: the header frame is written and fsynced alone, before any event.
-        if not first.complete or plain.count(b"\n") != 1 or not plain.endswith(b"\n"):
-            raise refuse(FIRST_FRAME, Kind.HEADER, self._name,
-                         "corrupt Zstandard session log: first frame is not exactly one header line", line=1)
-        try:
-            value = parse(plain[:-1])
-        except SpecViolation as violation:
-            raise located(violation, self._name, line=1) from None
-        self.header: FrozenDict = header_from_record(value, self._name, jsonl=True, session_id=session_id)
-        self.scanner = Scanner(self._name, committed_end=first.end)
-        self.torn: TornTail | None = None
+        super().__init__(path, session_id)
         self.rewrite_from: tuple[int, int] | None = None
         """(file offset, first seq) of the frame a repair rewrites from, when the tail is torn."""
         self.recovered_from: int | None = None
         """The first seq a repair rewrites (the events from it on were read from the rewritten frames)."""
 
-    def records(self) -> Iterator[tuple[int | None, Json]]:
+    def _open(self, session_id: str | None) -> FrozenDict:
+        self._dctx = zstandard.ZstdDecompressor()
+        """One decompression context for every frame, used one frame at a time."""
+        stat = os.fstat(self._stream.fileno())
+        # Only the file as opened is read: what it is now is what a repair must still find (SESSION-STORAGE-WRITE.4).
+        self._size = stat.st_size
+        self.revision = durable.revision(stat, self._size)
+        first: Frame | None = None
+        # SESSION-ZSTD-FRAMES.1: the whole file's structure is checked before anything is decoded.
+        for frame in frames(self._stream, self._size, self._name):
+            first = first or frame
+        if first is None:
+            raise refuse(gate.HEADER_LINE, Kind.HEADER, self._name, "empty or header-less Zstandard session log", line=1)
+        decoded = Decoded([], 0, False)
+        if first.complete:
+            decoded = decode(self._stream, first, self._name, gate.MAX_RECORD_BYTES + 1, self._dctx)
+        # SESSION-ZSTD-FRAMES.2: the header frame is written and fsynced alone, before any event.
+        if not first.complete or decoded.newlines != 1 or not decoded.ends_line:
+            raise refuse(FIRST_FRAME, Kind.HEADER, self._name,
+                         "corrupt Zstandard session log: first frame is not exactly one header line", line=1)
+        if decoded.kept is None:
+            raise refuse(gate.RECORD_SIZE, Kind.JSON, self._name, f"header record exceeds {gate.MAX_RECORD_BYTES} bytes", line=1)
+        try:
+            value = parse(b"".join(decoded.kept)[:-1])
+        except SpecViolation as violation:
+            raise located(violation, self._name, line=1) from None
+        self.scanner = Scanner(self._name, committed_end=first.end)
+        return header_from_record(value, self._name, jsonl=True, session_id=session_id)
+
+    def _frame_lines(self, frame: Frame, line: int) -> Iterator[bytes]:
+        decoded = decode(self._stream, frame, self._name, PLAIN_BUFFER, self._dctx)
+        # SESSION-ZSTD-FRAMES.3: a batch frame holds whole records: a partial one means the writer itself was wrong.
+        if frame.complete and not decoded.ends_line:
+            raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, self._name,
+                         "corrupt Zstandard session log: complete frame contains a torn JSONL record",
+                         line=line + decoded.newlines + 1)
+        return lines(decoded.kept if decoded.kept is not None else _again(self._stream, frame, self._name, self._dctx))
+
+    def _records(self) -> Iterator[tuple[int | None, Json]]:
         line = 1
-        frame_first_seq: list[tuple[Frame, int]] = []
         fragment = False
-        for frame in self._frames[1:]:
-            frame_first_seq.append((frame, self.scanner.expected))
-            if frame.complete:
-                plain = _decode_complete(self._data, frame, self._name)
-                # .3 A batch frame holds whole records: a partial one means the writer itself was wrong.
-                if plain and not plain.endswith(b"\n"):
-                    raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, self._name,
-                                 "corrupt Zstandard session log: complete frame contains a torn JSONL record",
-                                 line=line + plain.count(b"\n") + 1)
-            else:
-                # SESSION-ZSTD-FRAMES.4: EOF inside the frame; recover the records it completed.
-                plain = _recover(self._data, frame)
-            lines = plain.split(b"\n")
-            for raw in lines[:-1]:
+        for frame in frames(self._stream, self._size, self._name, self.scanner.committed_end):
+            first_seq = self.scanner.expected
+            # SESSION-ZSTD-FRAMES.4: a torn frame's records are recovered, but its bytes are not committed.
+            end = frame.end if frame.complete else frame.start
+            for raw in self._frame_lines(frame, line):
                 line += 1
-                end = frame.end if frame.complete else frame.start
                 before = self.scanner.pending
                 for record in self.scanner.feed(line, raw, end):
                     yield line, record
                 if before is None and self.scanner.pending is not None and self.rewrite_from is None:
-                    self.rewrite_from = (frame.start, frame_first_seq[-1][1])
+                    self.rewrite_from = (frame.start, first_seq)
             if not frame.complete:
                 if self.rewrite_from is None:
-                    self.rewrite_from = (frame.start, frame_first_seq[-1][1])
+                    self.rewrite_from = (frame.start, first_seq)
                 fragment = True
         self.torn = self.scanner.finish(fragment_line=line + 1, fragment=fragment)
         if self.torn is not None and self.rewrite_from is not None:
@@ -174,38 +277,15 @@ class ZstdReader:
         else:
             self.rewrite_from = None
 
-    def close(self) -> None:
-        pass
 
+class ZstdWriter(JsonlWriter):
+    """Appends one checksummed frame per durable batch.
 
-class ZstdWriter:
-    """Appends one checksummed frame per durable batch."""
+    SESSION-ZSTD-FRAMES.4: a repair truncates to the torn frame's start, and the recovered events
+    and the closers become one frame (the JSONL writer's repair, with this `frame`).
+    """
 
-    def __init__(self, path: Path, next_seq: int, *, packed: bool = True) -> None:
-        self.path = Path(path)
-        self.next_seq = next_seq
-        self.packed = packed
-
-    @classmethod
-    def create(cls, path: Path, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (),
-               *, packed: bool = True) -> ZstdWriter:
-        valid = checked_header(header)
-        batch = as_events(events, 0)
-        content = compress(encode_line(header_record(valid)))
-        if batch:
-            content += compress(encode_batch(batch, packed=packed))
-        durable.publish(Path(path), content)
-        return cls(path, len(batch), packed=packed)
-
-    def append(self, events: Iterable[Event | Json]) -> None:
-        batch = as_events(events, self.next_seq)
-        if not batch:
-            return
-        durable.append(self.path, compress(encode_batch(batch, packed=self.packed)))
-        self.next_seq += len(batch)
-
-    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event]) -> None:
-        """SESSION-ZSTD-FRAMES.4: truncate to the torn frame's start; the recovered events and the closers become one frame."""
-        if torn is not None:
-            durable.truncate(self.path, torn.offset)
-        self.append([*recovered, *closers])
+    @staticmethod
+    def frame(plain: bytes) -> bytes:
+        """SESSION-ZSTD-FRAMES.2: the header line, and then each batch, is one frame."""
+        return compress(plain)

@@ -6,6 +6,9 @@ shared fake clock, and requires the same answer: the same event, or a rejection 
 and kind that left both sessions exactly as they were. After every step the invariants compare
 the two sessions and hold the system under test to what a fresh session seeded from its own log
 says. A failing run prints Hypothesis's program and writes the op trace (`sessionspec replay`).
+Besides the random operations, an agent works in the log (`agent_works`: well-formed loops from
+sessionspec.testing.loops, stopped anywhere), so crash repair and fork meet open turns, open
+steps and pending calls; `--hypothesis-show-statistics` shows how often (`repair: N closers`).
 
 `make_machine(sut_factory)` takes any factory with the signature of `model.Session.create`: the
 incremental `live` (the default), a planted-bug variant, or an adapter to an external testee.
@@ -18,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hypothesis import note
+from hypothesis import event, note
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -133,11 +136,18 @@ def make_machine(
 
         # --- rules ------------------------------------------------------------------------------
 
-        @initialize(derive_each_step=st.booleans(), header=st.sampled_from([None, {"version": 0, "createdAt": 1, "cwd": "/w"}]))
-        def start(self, derive_each_step: bool, header: Any) -> None:
-            """A fresh session; half of the runs derive only at random points, so the cache sees several steps at once."""
+        @initialize(derive_each_step=st.booleans(), header=st.sampled_from([None, {"version": 0, "createdAt": 1, "cwd": "/w"}]),
+                    idle=st.integers(0, 3).map(lambda n: n == 0), data=st.data())
+        def start(self, derive_each_step: bool, header: Any, idle: bool, data: st.DataObject) -> None:
+            """A fresh session; half of the runs derive only at random points, so the cache sees several steps at once.
+
+            Three runs in four start with an agent at work (see `agent_works`), so most runs have
+            turns to cut into even when the rule selection leaves `agent_works` out.
+            """
             self.derive_each_step = derive_each_step
             self.create(None, header)
+            if not idle:
+                self.work(data)
 
         @rule(data=st.data())
         def append_user_message(self, data: st.DataObject) -> None:
@@ -154,6 +164,27 @@ def make_machine(
         @rule(request=ss.log_only_requests)
         def append_log_only(self, request: ss.Request) -> None:
             self.append(request)
+
+        @rule(data=st.data())
+        def agent_works(self, data: st.DataObject) -> None:
+            """A harness at work: the well-formed continuation of the log's agent loop, stopped at any request.
+
+            The loop (sessionspec.testing.loops) first finishes what the log left open (answering the
+            step's recorded calls, or recording and answering the rest), then runs a turn. Where it
+            stops, a turn, a step or a call may be left open, for the repair and fork rules to cut at.
+            """
+            self.work(data)
+
+        def work(self, data: st.DataObject) -> None:
+            start = loops.state_of(self.events, self.nodes)
+            loop = data.draw(loops.agent_loops(max_turns=1, min_turns=1, min_steps=1, max_steps=2, start=start), label="agent loop")
+            if not loop.requests:
+                return
+            stop = data.draw(st.integers(1, len(loop.requests)), label="stop")
+            for request in loop.requests[:stop]:
+                expected, _ = self.append(request)
+                assert expected["ok"], f"the model refused a well-formed agent request: {expected}"
+            event(f"agent: stopped {_where(loop.states[stop])}")
 
         @precondition(lambda self: bool(self.nodes))
         @rule(data=st.data())
@@ -247,10 +278,19 @@ def make_machine(
         @precondition(lambda self: bool(self.events))
         @rule(data=st.data())
         def repair_cut_log_is_balanced_and_only_appends(self, data: st.DataObject) -> None:
-            """SESSION-CRASH-REPAIR: a log cut anywhere repairs to a balanced log that seeds; closers only append."""
-            cut = data.draw(st.integers(1, len(self.events)), label="cut")
+            """SESSION-CRASH-REPAIR: a log cut anywhere repairs to a balanced log that seeds; closers only append.
+
+            Most cuts leave a turn open (where repair has closers to add): as many land on a recorded
+            call with no result, a call never recorded, an open step and an open turn as anywhere
+            at all; `agent_works` puts such points in the log.
+            """
+            states = list(loops.states_along(self.events))
+            cuts = [st.integers(1, len(self.events)), *(st.sampled_from(c) for c in _cuts_inside(states) if c)]
+            cut = data.draw(st.one_of(cuts), label="cut")
             prefix = self.events[:cut]
             added = closers(prefix)
+            _repair_events(added)
+            _closers_fit(added, states[cut - 1])
             whole = [e.to_json() for e in repaired(prefix)]
             assert whole[:cut] == prefix, "repair changed the events it was given"
             assert closers(whole) == [], "SESSION-CRASH-REPAIR.7: the repaired log still has closers"
@@ -274,6 +314,7 @@ def make_machine(
             log = self.sut.session.events
             open_at = [k for k in range(len(log)) if open_turn_at(log, k)[0]]
             closed_at = [k for k in range(len(log)) if k not in set(open_at)]
+            event("fork: a boundary inside an open turn" if open_at else "fork: no boundary inside an open turn")
             if open_at:
                 k = data.draw(st.sampled_from(open_at), label="open boundary")
                 for side in (self.model, self.sut):
@@ -427,6 +468,59 @@ def make_machine(
 
     SessionMachine.__name__ = SessionMachine.__qualname__ = f"SessionMachine[{name}]"
     return SessionMachine
+
+
+def _cuts_inside(states: list[loops.LoopState]) -> list[list[int]]:
+    """The cuts (prefix lengths) that leave a turn open, by what repair must close: a call recorded
+    but unanswered, a call never recorded, an open step, or only the turn."""
+    where: dict[str, list[int]] = {"with a call recorded": [], "with a call unrecorded": [], "inside a step": [],
+                                   "inside a turn": []}
+    for state in states:
+        if state.open_turn is not None:
+            where[_where(state)].append(state.seq)
+    return list(where.values())
+
+
+def _closers_fit(added: list[Any], state: loops.LoopState) -> None:
+    """The closers answer what the loop state at the cut (sessionspec.testing.loops) has open.
+
+    SESSION-CRASH-REPAIR.1/.4: closers exactly when a turn is open, the last an interrupted
+    turn/end; .2/.3: each call recorded and unanswered gets TOOL_OUTCOME_UNKNOWN citing its
+    tool/call, each call never recorded TOOL_NOT_STARTED citing nothing.
+    """
+    assert bool(added) == (state.open_turn is not None), f"SESSION-CRASH-REPAIR.1/.4: {len(added)} closers at {state}"
+    if not added:
+        return
+    assert added[-1].type == "turn/end" and added[-1].data["reason"]["kind"] == "interrupted", "SESSION-CRASH-REPAIR.4"
+    results = {_call_id(c.to_json()): c for c in added if c.type == TOOL_RESULT}
+    for call, seq in state.recorded_at:
+        closer = results.get(call)
+        assert closer is not None and closer.data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN", f"SESSION-CRASH-REPAIR.2: {call}"
+        assert list(closer.source_event_seqs or []) == [seq], f"SESSION-CRASH-REPAIR.3: {call} cites {closer.source_event_seqs}"
+    for call in state.unrecorded:
+        closer = results.get(call)
+        assert closer is not None and closer.data["error"]["code"] == "TOOL_NOT_STARTED", f"SESSION-CRASH-REPAIR.2: {call}"
+        assert closer.source_event_seqs is None, f"SESSION-CRASH-REPAIR.3: {call} never started, but cites a seq"
+
+
+def _where(state: loops.LoopState) -> str:
+    if state.open_turn is None:
+        return "between turns"
+    if state.open_step is None:
+        return "inside a turn"
+    if state.pending:
+        return "with a call recorded"
+    return "with a call unrecorded" if state.unrecorded else "inside a step"
+
+
+def _repair_events(added: list[Any]) -> None:
+    """Make visible (`--hypothesis-show-statistics`) what the repair rule saw: how many closers, of which kind."""
+    event(f"repair: {min(len(added), 4)}{'+' if len(added) >= 4 else ''} closers")
+    for closer in added:
+        if closer.type == TOOL_RESULT:
+            event(f"repair: closer result {closer.data['error']['code']}")
+        elif closer.type == "step/end":
+            event("repair: closes an open step")
 
 
 def _call_id(event: dict[str, Any]) -> Any:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from operator import lt
 from pathlib import Path
 from typing import Any, Final, overload
 
@@ -215,54 +217,103 @@ class Checker:
 
         The hot loop of a JSONL check: a block of parsed lines, the storage scanner's seq check
         and the fast path in one loop with local names, stopping at the first record that needs
-        anything more (a replace, an ignorable flag, an odd shape), which the caller then feeds
-        one by one. Not used with `strict`, whose checks need every event.
+        anything more (an ignorable flag, an odd shape, a replace `_fast_replace` refuses), which
+        the caller then feeds one by one. Not used with `strict`, whose checks need every event.
+
+        The conditions are `_fast`'s, spelled for speed: a record's keys are exactly those its
+        lookups find when their number is the record's length; a lookup that fails (KeyError, or
+        TypeError on a list or string where an object was) ends the run at that record, before
+        anything of it is committed. The values come from `orjson.loads`, so they are exact
+        builtins: a role equal to "user" is that string, `type(x) is int` excludes bool and float.
         """
         if self.strict or not self.fast or expected != self.next_seq:
             return 0, expected
         plain, rows, nodes, info = self._plain, self._rows, self.nodes, self.info
         nxt = expected
         taken = 0
-        for record in values[start:] if start else values:
-            if type(record) is not dict:
-                break
-            keys = record.keys()
-            kind = record.get("type")
-            if type(kind) is not str:
-                break
-            if keys == _LOG_KEYS:
-                seq, time = record["seq"], record["time"]
-                if (kind not in plain or seq != nxt or type(seq) is not int or type(time) is not int
-                        or not _LOW <= time <= MAX_SAFE_INTEGER):
+        try:
+            for record in islice(values, start, None) if start else values:
+                if type(record) is not dict:
                     break
-                nxt += 1
-            elif keys in (_APPEND_KEYS, _SOURCED_KEYS):
-                seq, time, data = record["seq"], record["time"], record["data"]
-                if (kind not in SURFACE_TYPES or seq != nxt or type(seq) is not int or type(time) is not int
-                        or not _LOW <= time <= MAX_SAFE_INTEGER or record["surfaceOp"] != "append"
-                        or type(record["surfaceOp"]) is not str or not _fast_message(kind, data)):
-                    break
-                sources = record.get("sourceEventSeqs")
-                if sources is not None:
-                    if type(sources) is not list:
+                kind = record["type"]
+                size = len(record)
+                if size == 4 and kind in plain:
+                    # type, seq, time, data and nothing else.
+                    seq, time = record["seq"], record["time"]
+                    if (seq != nxt or type(seq) is not int or type(time) is not int or not _LOW <= time <= MAX_SAFE_INTEGER
+                            or "data" not in record):
                         break
-                    if sources:
-                        if (set(map(type, sources)) != _INT or min(sources) < 0 or max(sources) >= seq
-                                or len(set(sources)) != len(sources)):
+                    nxt += 1
+                elif size == 5 or size == 6:
+                    # type, seq, time, data, surfaceOp, and perhaps sourceEventSeqs.
+                    seq, time, data, op = record["seq"], record["time"], record["data"], record["surfaceOp"]
+                    sources = record["sourceEventSeqs"] if size == 6 else None
+                    if (kind not in SURFACE_TYPES or seq != nxt or type(seq) is not int or type(time) is not int
+                            or not _LOW <= time <= MAX_SAFE_INTEGER):
+                        break
+                    # SESSION-MESSAGE-SHAPE, as `_fast_message` decides it.
+                    message = data if kind == USER_MESSAGE else data["message"]
+                    ident, role, source, content = message["id"], message["role"], message["source"], message["content"]
+                    if type(ident) is not str or not ident or type(source) is not dict or type(content) is not list:
+                        break
+                    source_kind = source["kind"]
+                    if kind == ASSISTANT_MESSAGE:
+                        provider, model = source["provider"], source["model"]
+                        if (role != "assistant" or source_kind != "model" or type(provider) is not str or not provider
+                                or type(model) is not str or not model):
                             break
-                    elif kind != ASSISTANT_MESSAGE:
+                    elif role != "user" or type(source_kind) is not str or not source_kind:
                         break
-                nodes.append(seq)
-                info[seq] = (kind, data if kind == TOOL_RESULT else None)
-                nxt += 1
-            elif rows and kind in ROW_TAGS and record.get("seq0") == nxt and type(record["seq0"]) is int:
-                count = lean_row(record, kind, nxt)
-                if not count:
+                    elif kind == TOOL_RESULT:
+                        call_id = source["callId"]
+                        if source_kind != "tool" or type(call_id) is not str or not call_id or len(content) != 1:
+                            break
+                        block = content[0]
+                        if (type(block) is not dict or block["type"] != "tool-result" or type(block["content"]) is not list
+                                or block["toolCallId"] != call_id):
+                            break
+                    # SESSION-SURFACE-PROVENANCE.1-.5.
+                    if size == 6:
+                        if type(sources) is not list:
+                            break
+                        if len(sources) == 1:
+                            if type(sources[0]) is not int or not 0 <= sources[0] < seq:
+                                break
+                        elif sources:
+                            first = sources[0]
+                            if (type(first) is int and first > 1 and sources == list(range(first, first + len(sources)))
+                                    and type(sum(sources)) is int):
+                                # The usual chunk run: equal to ints above 1 (so no bool), an int sum (so no
+                                # float), distinct, from the first to the last.
+                                if first + len(sources) > seq:
+                                    break
+                            elif set(map(type, sources)) != _INT:
+                                break
+                            elif all(map(lt, sources, islice(sources, 1, None))):
+                                # Ascending ints are distinct, from the first to the last.
+                                if first < 0 or sources[-1] >= seq:
+                                    break
+                            elif min(sources) < 0 or max(sources) >= seq or len(set(sources)) != len(sources):
+                                break
+                        elif kind != ASSISTANT_MESSAGE:
+                            break
+                    if op != "append":
+                        if type(op) is not dict or not self._fast_replace(kind, seq, op, sources, data):
+                            break
+                    else:
+                        nodes.append(seq)
+                        info[seq] = (kind, data if kind == TOOL_RESULT else None)
+                    nxt += 1
+                elif rows and size == 4 and kind in ROW_TAGS and record["seq0"] == nxt and type(record["seq0"]) is int:
+                    count = lean_row(record, kind, nxt)
+                    if not count:
+                        break
+                    nxt += count
+                else:
                     break
-                nxt += count
-            else:
-                break
-            taken += 1
+                taken += 1
+        except (KeyError, TypeError):
+            pass
         self.next_seq = nxt
         return taken, nxt
 

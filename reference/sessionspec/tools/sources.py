@@ -2,17 +2,18 @@
 
 The zstd and SQLite readers are the storage backends' own (sessionspec.storage), so the tools
 see exactly the committed region a load would see. Plain JSONL, the format people check most
-and the one whose speed is measured, has a lean loop here: orjson parses each line, and the
-line goes on only if it is exactly what a canonical writer would have written for the value
-orjson read (so no duplicate key, no -0, no 1E5, no integer beyond 2**53-1 can hide in it).
-Every other line is parsed by the lossless parser, which names the rule it breaks. The torn
-tail is decided by the backends' `Scanner`, fed the same records.
+and the one whose speed is measured, has a lean loop here: orjson parses a block of lines at
+once, and the lines go on only if each is exactly what a canonical writer would have written
+for the value orjson read (so no duplicate key, no -0, no 1E5, no integer beyond 2**53-1 can
+hide in it; see `_block`). Every other line is parsed by the lossless parser, which names the
+rule it breaks. The torn tail is decided by the backends' `Scanner`, fed the same records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
@@ -51,11 +52,6 @@ class Members:
     row: Json
 
 
-_ROW_KEYS: Final = frozenset({"type", "seq0", "time0", "data"})
-_TEXT_KEYS: Final = frozenset({"turn", "step", "index", "dt", "texts"})
-_TOOL_KEYS: Final = frozenset({"turn", "step", "index", "id", "dt", "args"})
-_TOOL_NAMED_KEYS: Final = _TOOL_KEYS | {"name"}
-_STR: Final = frozenset({str})
 _INT: Final = frozenset({int})
 
 
@@ -63,28 +59,33 @@ def lean_row(row: Any, kind: str, seq0: int) -> int:
     """The member count of a row that `chunkrows.decode` certainly accepts, or 0 to let it decide.
 
     Conservative: every condition here implies one of decode's, so a row this accepts expands
-    to `count` well-formed assistant/chunk events with seqs seq0.. and safe-integer times.
+    to `count` well-formed assistant/chunk events with seqs seq0.. and safe-integer times. Keys
+    are exact when a dict's length equals the number of its keys the lookups found; a failed
+    lookup (KeyError, or TypeError where a list or string stands for an object) means 0.
     """
-    data = row.get("data")
-    time0 = row.get("time0")
-    if row.keys() != _ROW_KEYS or type(data) is not dict or type(time0) is not int:
-        return 0
-    keys = data.keys()
-    if kind == "tool-call-chunks":
-        if keys not in (_TOOL_KEYS, _TOOL_NAMED_KEYS) or type(data["id"]) is not str:
+    try:
+        data, time0 = row["data"], row["time0"]
+        if len(row) != 4 or "type" not in row or "seq0" not in row or type(time0) is not int:
             return 0
-        if "name" in data and type(data["name"]) is not str:
+        size = len(data)
+        if kind == "tool-call-chunks":
+            # turn, step, index, id, dt, args, and perhaps name (strings both).
+            if not (size == 6 or (size == 7 and type(data["name"]) is str)) or type(data["id"]) is not str:
+                return 0
+            texts = data["args"]
+        else:
+            # turn, step, index, dt, texts.
+            if size != 5:
+                return 0
+            texts = data["texts"]
+        gaps = data["dt"]
+        if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts)
+                or type(data["turn"]) is not int or type(data["step"]) is not int or type(data["index"]) is not int
+                or not set(map(type, gaps)) <= _INT
+                or abs(time0) + sum(map(abs, gaps)) > MAX_SAFE_INTEGER or seq0 + len(texts) > MAX_SAFE_INTEGER):
             return 0
-        texts = data["args"]
-    else:
-        if keys != _TEXT_KEYS:
-            return 0
-        texts = data["texts"]
-    gaps = data["dt"]
-    if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts)
-            or type(data["turn"]) is not int or type(data["step"]) is not int or type(data["index"]) is not int
-            or set(map(type, texts)) != _STR or not set(map(type, gaps)) <= _INT
-            or abs(time0) + sum(map(abs, gaps)) > MAX_SAFE_INTEGER or seq0 + len(texts) > MAX_SAFE_INTEGER):
+        "".join(texts)  # one string per member: TypeError on anything else (orjson makes no str subclass)
+    except (KeyError, TypeError):
         return 0
     return len(texts)
 
@@ -188,21 +189,60 @@ BLOCK: Final = 32 << 10
 """Small enough that a block's parsed values stay in cache (a MiB block halves the parse rate)."""
 
 
-def _block(lines: list[bytes], part: bytes) -> list[Any] | None:
-    """The values of a block of complete lines if every line is canonical JSON, else None.
+_KEY: Final = "~" * 24
+_OPEN: Final = b'[{"' + _KEY.encode() + b'":'
+_MARK: Final = b'},{"' + _KEY.encode() + b'":'
+_CLOSE: Final = b"}]"
+_UNWRAP: Final = itemgetter(_KEY)
+_DOTS_LOOKED_AT: Final = 64
 
-    One orjson call per line (by `map`, so no Python frame per line) and one dump for the block:
-    the joined canonical dumps equal the joined lines exactly when each line equals its own dump,
-    because a complete JSON value followed by a comma is never a prefix of another single value.
+
+def _negative_zero(part: bytes) -> bool:
+    """Whether `-0.0` occurs in `part`: by its dot, found with memchr, while dots are few, then by search.
+
+    A substring search for a short needle of common characters is slow (about 0.6 ns a byte);
+    finding the dots is memchr speed, and most blocks hold few dots.
     """
+    find = part.find
+    at = find(b".")
+    for _ in range(_DOTS_LOOKED_AT):
+        if at < 0:
+            return False
+        if at >= 2 and part.startswith(b"-0.0", at - 2):
+            return True
+        at = find(b".", at + 1)
+    return at >= 0 and part.find(b"-0.0", max(at - 2, 0)) >= 0
+
+
+def _block(part: bytes) -> list[Any] | None:
+    """The values of a block of complete lines (without the last newline) if every line is canonical JSON, else None.
+
+    One orjson parse and one dump for the whole block (a split and a parse per line cost a
+    third more). Each line is wrapped as `{"KEY":line}` and the wraps joined by commas, one
+    array text T, by a single `replace` of the newlines with the separator M = `},{"KEY":`.
+    The block is accepted only if the canonical dump of the parsed array is T itself, M occurs
+    in no line, the array has one element per line, and each element is a dict of the one key
+    KEY. Then each line is the canonical dump of its element's value: between elements the dump
+    has M (n - 1 times); T holds M exactly n - 1 times (M has no border, so no occurrence
+    straddles a line and a separator), so the elements' boundaries are the lines' boundaries,
+    and an element of one key dumps as `{"KEY":` + its value + `}`. `-0.0` is the one value
+    whose canonical dump reads back as itself; it is refused by search.
+    """
+    text = b"".join((_OPEN, part.replace(b"\n", _MARK), _CLOSE))
+    lines = (len(text) - len(part) - len(_OPEN) - len(_CLOSE)) // (len(_MARK) - 1) + 1
     try:
-        values = list(map(_LOADS, lines))
-        again = _DUMPS(values, option=_STRICT)
+        wrapped = _LOADS(text)
+        again = _DUMPS(wrapped, option=_STRICT)
     except (_DECODE_ERROR, _ENCODE_ERROR):
         return None
-    if len(again) != len(part) + 2 or again[1:-1] != b",".join(lines) or b"-0.0" in part:
+    if again != text or len(wrapped) != lines or _MARK in part or _negative_zero(part):
         return None
-    return values
+    try:
+        values = list(map(_UNWRAP, wrapped))  # every element a dict holding KEY
+    except (KeyError, TypeError):
+        return None
+    # ... and nothing else: each has at least one key, so a total of one a line means exactly one each.
+    return values if sum(map(len, wrapped)) == lines else None
 
 
 def _jsonl_records(stream: BinaryIO, scanner: Scanner, offset: int, state: dict[str, Any],
@@ -241,8 +281,7 @@ def _jsonl_records(stream: BinaryIO, scanner: Scanner, offset: int, state: dict[
                 continue
             cut = len(data)
         part, carry = data[: cut - 1], data[cut:]
-        lines = part.split(b"\n")
-        values = _block(lines, part)
+        values = _block(part)
         start = 0
         while values is not None and start < len(values):
             if consume is not None and scanner.pending is None:
@@ -279,6 +318,7 @@ def _jsonl_records(stream: BinaryIO, scanner: Scanner, offset: int, state: dict[
             offset += cut
             scanner.committed_end = offset
             continue
+        lines = part.split(b"\n")
         offset += sum(map(len, lines[:start])) + start
         scanner.committed_end = offset
         for raw in lines[start:]:
