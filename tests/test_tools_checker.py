@@ -215,8 +215,8 @@ def reference_report(path: Path, strict: bool) -> tuple[Any, ...]:
     return found, checker.next_seq, len(checker.nodes), checker.replace_generation
 
 
-def fast_report(path: Path, strict: bool) -> tuple[Any, ...]:
-    report = check_path(str(path), strict=strict)
+def fast_report(path: Path, strict: bool, jobs: int = 1) -> tuple[Any, ...]:
+    report = check_path(str(path), strict=strict, jobs=jobs)
     return [(f.line, f.seq, f.rule) for f in report.findings], report.events, report.nodes, report.replace_generation
 
 
@@ -317,6 +317,8 @@ def check_both(changes: list[tuple[int, str, str, Any]], strict: bool = False, b
         path.write_bytes(text)
         fast = fast_report(path, strict)
         assert fast == reference_report(path, strict)
+        # ... and with a prover surveying blocks in a second process (see test_tools_prover.py).
+        assert fast_report(path, strict, jobs=2) == fast
         return fast
 
 

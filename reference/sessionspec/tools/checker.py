@@ -18,8 +18,6 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
-from operator import lt
 from pathlib import Path
 from typing import Any, Final, overload
 
@@ -40,11 +38,12 @@ from sessionspec.envelope import ENVELOPE_KEYS, Event, check_content, parse_even
 from sessionspec.errors import SpecViolation, check
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, Json, snapshot
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
-from sessionspec.storage.chunkrows import CHUNK, ROW_TAGS, decode
+from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
 from sessionspec.surface import ReplacePlan, plan
-from sessionspec.tools.sources import Members, Unreadable, lean_row, open_log
+from sessionspec.tools.sources import StoredLine, Unreadable, open_log
+from sessionspec.tools.survey import Run, survey
 from sessionspec.views import project
 
 
@@ -67,6 +66,11 @@ class Finding:
         return f"{where}:{at} {self.rule}: {self.message}"
 
 
+def _resolved(data: Any) -> Any:
+    """A current node's data, read from its stored line where the prover surveyed it (see sources.StoredLine)."""
+    return data.data() if type(data) is StoredLine else data
+
+
 class _CurrentNodes(Sequence[Event]):
     """The log as `surface.plan` reads it, restricted to what the checker keeps: the current nodes.
 
@@ -85,7 +89,7 @@ class _CurrentNodes(Sequence[Event]):
         if isinstance(index, slice):
             raise TypeError("the checker keeps only the current nodes")
         kind, data = self._checker.info[index]
-        return Event(kind, index, 0, snapshot(data))
+        return Event(kind, index, 0, snapshot(_resolved(data)))
 
     def __len__(self) -> int:
         return self._checker.next_seq
@@ -161,7 +165,8 @@ class Checker:
         self.next_seq = 0
         self.nodes: list[int] = []
         self.info: dict[int, tuple[str, Json]] = {}
-        """seq -> (type, data) for current nodes; data is kept for tool/results (all nodes when strict)."""
+        """seq -> (type, data) for current nodes; data is kept for tool/results (all nodes when strict), as a
+        `StoredLine` where the prover surveyed it."""
         self.lines: dict[int, int | None] = {}
         self.replace_generation = 0
         self._trace = invariants.Trace()
@@ -194,128 +199,44 @@ class Checker:
 
     def feed(self, line: int | None, record: Any) -> None:
         """One stored event envelope (chunk rows already expanded by the reader)."""
-        if type(record) is Members:
-            self._members(line, record)
-        elif not (self.fast and self._fast(line, record)):
+        if not (self.fast and self._fast(line, record)):
             self._exact(line, record)
-
-    def _members(self, line: int | None, members: Members) -> None:
-        """A packed row the reader proved well formed: log-only assistant/chunk events, known to every catalog."""
-        if self.strict or members.seq0 != self.next_seq or CHUNK not in self.known:
-            for record in decode(members.row):
-                self.feed(line, record)
-            return
-        self.next_seq += members.count
 
     def feed_all(self, records: Iterable[tuple[int | None, Any]]) -> None:
         feed = self.feed
         for line, record in records:
             feed(line, record)
 
-    def fast_block(self, values: list[Any], start: int, expected: int) -> tuple[int, int]:
-        """Take the leading run of `values[start:]` that the fast path accepts; return (how many, the next seq).
+    def survey(self, values: list[Any]) -> list[Run]:
+        """The runs of a parsed block the fast path takes, judged with no state (see tools/survey.py)."""
+        return survey(values, self._plain, self._rows) if self.fast and not self.strict else []
 
-        The hot loop of a JSONL check: a block of parsed lines, the storage scanner's seq check
-        and the fast path in one loop with local names, stopping at the first record that needs
-        anything more (an ignorable flag, an odd shape, a replace `_fast_replace` refuses), which
-        the caller then feeds one by one. Not used with `strict`, whose checks need every event.
+    def fold(self, ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
+        """Apply a run's surface events `ops[k:]` to the surface, the run continuing the log at seq `first`.
 
-        The conditions are `_fast`'s, spelled for speed: a record's keys are exactly those its
-        lookups find when their number is the record's length; a lookup that fails (KeyError, or
-        TypeError on a list or string where an object was) ends the run at that record, before
-        anything of it is committed. The values come from `orjson.loads`, so they are exact
-        builtins: a role equal to "user" is that string, `type(x) is int` excludes bool and float.
+        The stateful half of the fast path: the survey vouched for each record alone; here the
+        run must start at the seq the log expects, and each replace must land (`_fast_replace`).
+        Returns r: `ops[k:r]` are applied and the run is taken up to the line of the replace
+        `ops[r]`, which is the exact path's; r = len(ops) takes the whole run (the next seq is then
+        `nxt`); -1 takes nothing. Not used with `strict`, whose checks need every event.
         """
-        if self.strict or not self.fast or expected != self.next_seq:
-            return 0, expected
-        plain, rows, nodes, info = self._plain, self._rows, self.nodes, self.info
-        nxt = expected
-        taken = 0
-        try:
-            for record in islice(values, start, None) if start else values:
-                if type(record) is not dict:
-                    break
-                kind = record["type"]
-                size = len(record)
-                if size == 4 and kind in plain:
-                    # type, seq, time, data and nothing else.
-                    seq, time = record["seq"], record["time"]
-                    if (seq != nxt or type(seq) is not int or type(time) is not int or not _LOW <= time <= MAX_SAFE_INTEGER
-                            or "data" not in record):
-                        break
-                    nxt += 1
-                elif size == 5 or size == 6:
-                    # type, seq, time, data, surfaceOp, and perhaps sourceEventSeqs.
-                    seq, time, data, op = record["seq"], record["time"], record["data"], record["surfaceOp"]
-                    sources = record["sourceEventSeqs"] if size == 6 else None
-                    if (kind not in SURFACE_TYPES or seq != nxt or type(seq) is not int or type(time) is not int
-                            or not _LOW <= time <= MAX_SAFE_INTEGER):
-                        break
-                    # SESSION-MESSAGE-SHAPE, as `_fast_message` decides it.
-                    message = data if kind == USER_MESSAGE else data["message"]
-                    ident, role, source, content = message["id"], message["role"], message["source"], message["content"]
-                    if type(ident) is not str or not ident or type(source) is not dict or type(content) is not list:
-                        break
-                    source_kind = source["kind"]
-                    if kind == ASSISTANT_MESSAGE:
-                        provider, model = source["provider"], source["model"]
-                        if (role != "assistant" or source_kind != "model" or type(provider) is not str or not provider
-                                or type(model) is not str or not model):
-                            break
-                    elif role != "user" or type(source_kind) is not str or not source_kind:
-                        break
-                    elif kind == TOOL_RESULT:
-                        call_id = source["callId"]
-                        if source_kind != "tool" or type(call_id) is not str or not call_id or len(content) != 1:
-                            break
-                        block = content[0]
-                        if (type(block) is not dict or block["type"] != "tool-result" or type(block["content"]) is not list
-                                or block["toolCallId"] != call_id):
-                            break
-                    # SESSION-SURFACE-PROVENANCE.1-.5.
-                    if size == 6:
-                        if type(sources) is not list:
-                            break
-                        if len(sources) == 1:
-                            if type(sources[0]) is not int or not 0 <= sources[0] < seq:
-                                break
-                        elif sources:
-                            first = sources[0]
-                            if (type(first) is int and first > 1 and sources == list(range(first, first + len(sources)))
-                                    and type(sum(sources)) is int):
-                                # The usual chunk run: equal to ints above 1 (so no bool), an int sum (so no
-                                # float), distinct, from the first to the last.
-                                if first + len(sources) > seq:
-                                    break
-                            elif set(map(type, sources)) != _INT:
-                                break
-                            elif all(map(lt, sources, islice(sources, 1, None))):
-                                # Ascending ints are distinct, from the first to the last.
-                                if first < 0 or sources[-1] >= seq:
-                                    break
-                            elif min(sources) < 0 or max(sources) >= seq or len(set(sources)) != len(sources):
-                                break
-                        elif kind != ASSISTANT_MESSAGE:
-                            break
-                    if op != "append":
-                        if type(op) is not dict or not self._fast_replace(kind, seq, op, sources, data):
-                            break
-                    else:
-                        nodes.append(seq)
-                        info[seq] = (kind, data if kind == TOOL_RESULT else None)
-                    nxt += 1
-                elif rows and size == 4 and kind in ROW_TAGS and record["seq0"] == nxt and type(record["seq0"]) is int:
-                    count = lean_row(record, kind, nxt)
-                    if not count:
-                        break
-                    nxt += count
-                else:
-                    break
-                taken += 1
-        except (KeyError, TypeError):
-            pass
+        if self.strict or not self.fast or first != self.next_seq:
+            return -1
+        nodes, info = self.nodes, self.info
+        for refused in range(k, len(ops)):
+            step = ops[refused]
+            if len(step) == 3:
+                # appends: each a new node at the end of the surface.
+                seqs, kept, _ = step
+                nodes.extend(seqs)
+                info.update(zip(seqs, kept, strict=True))
+                continue
+            _, seq, kind, data, op, sources = step
+            if not self._fast_replace(kind, seq, op, sources, data):
+                self.next_seq = seq
+                return refused
         self.next_seq = nxt
-        return taken, nxt
+        return len(ops)
 
     def _fast(self, line: int | None, record: Any) -> bool:
         """The common case, accepted in a few dict lookups; False sends the record to the exact path."""
@@ -384,7 +305,8 @@ class Checker:
             return False
         if kind == TOOL_RESULT:
             target = self.info[start]
-            if len(shadowed) != 1 or target[0] != TOOL_RESULT or _kept_by_rewrite(target[1]) != _kept_by_rewrite(data):
+            if (len(shadowed) != 1 or target[0] != TOOL_RESULT
+                    or _kept_by_rewrite(_resolved(target[1])) != _kept_by_rewrite(_resolved(data))):
                 return False
         info = self.info
         for node in shadowed:
@@ -515,18 +437,23 @@ class Report:
         return out
 
 
-def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id: str | None = None) -> Report:
-    """Check one stored log end to end: header, every record, the torn tail; `tick(done, total)` reports progress."""
-    checker = Checker(path, strict=strict)
-    fast_block = checker.fast_block
+def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id: str | None = None,
+               jobs: int | None = None) -> Report:
+    """Check one stored log end to end: header, every record, the torn tail; `tick(done, total)` reports progress.
 
-    def consume(values: list[Any], start: int, expected: int) -> tuple[int, int]:
-        if tick is not None:
-            tick(*log.progress())
-        return fast_block(values, start, expected)
+    `jobs`: 1 checks in this process alone; 2 has a second process prove and survey every
+    other block of a JSONL log; None (the default) does so for large logs where two CPUs are usable.
+    """
+    checker = Checker(path, strict=strict)
+    fold = checker.fold
+
+    def ticking(ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
+        tick(*log.progress())
+        return fold(ops, k, first, nxt)
 
     try:
-        log = open_log(Path(path), session_id, expand=strict, consume=consume)
+        log = open_log(Path(path), session_id, survey=None if strict else checker.survey,
+                       fold=fold if tick is None else ticking, jobs=jobs)
     except Unreadable as error:
         return Report(path, "?", 0, [], unreadable=str(error))
     except SpecViolation as violation:

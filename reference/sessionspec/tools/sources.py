@@ -5,14 +5,19 @@ see exactly the committed region a load would see. Plain JSONL, the format peopl
 and the one whose speed is measured, has a lean loop here: orjson parses a block of lines at
 once, and the lines go on only if each is exactly what a canonical writer would have written
 for the value orjson read (so no duplicate key, no -0, no 1E5, no integer beyond 2**53-1 can
-hide in it; see `_block`). Every other line is parsed by the lossless parser, which names the
-rule it breaks. The torn tail is decided by the backends' `Scanner`, fed the same records.
+hide in it; see `_block`). A proved block is surveyed (tools/survey.py) and its runs are folded
+into the consumer's state whole; every other line is parsed by the lossless parser, which names
+the rule it breaks. The torn tail is decided by the backends' `Scanner`, fed the same records.
+On a machine with a core to spare, every other block is proved and surveyed by a second process
+(tools/prover.py) while this one folds the block before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -20,10 +25,11 @@ from typing import Any, BinaryIO, Final
 import orjson
 
 from sessionspec.errors import SpecViolation
-from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json
-from sessionspec.storage.chunkrows import ROW_TAGS
+from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.storage.gate import MAX_RECORD_BYTES, Scanner, TornTail
 from sessionspec.storage.jsonl import read_header
+from sessionspec.tools.prover import Prover
+from sessionspec.tools.survey import Run
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 SQLITE_MAGIC: Final = b"SQLite format 3\x00"
@@ -37,57 +43,6 @@ _ENCODE_ERROR = orjson.JSONEncodeError
 
 def _parsed(value: Json) -> Json:
     return value
-
-
-@dataclass(frozen=True, slots=True)
-class Members:
-    """A packed chunk row that the lean check proved decodes: `count` assistant/chunk events from `seq0`.
-
-    Yielded instead of the expanded events when the consumer does not need their data (a
-    non-strict check); `row` is the stored record, for a consumer that does.
-    """
-
-    seq0: int
-    count: int
-    row: Json
-
-
-_INT: Final = frozenset({int})
-
-
-def lean_row(row: Any, kind: str, seq0: int) -> int:
-    """The member count of a row that `chunkrows.decode` certainly accepts, or 0 to let it decide.
-
-    Conservative: every condition here implies one of decode's, so a row this accepts expands
-    to `count` well-formed assistant/chunk events with seqs seq0.. and safe-integer times. Keys
-    are exact when a dict's length equals the number of its keys the lookups found; a failed
-    lookup (KeyError, or TypeError where a list or string stands for an object) means 0.
-    """
-    try:
-        data, time0 = row["data"], row["time0"]
-        if len(row) != 4 or "type" not in row or "seq0" not in row or type(time0) is not int:
-            return 0
-        size = len(data)
-        if kind == "tool-call-chunks":
-            # turn, step, index, id, dt, args, and perhaps name (strings both).
-            if not (size == 6 or (size == 7 and type(data["name"]) is str)) or type(data["id"]) is not str:
-                return 0
-            texts = data["args"]
-        else:
-            # turn, step, index, dt, texts.
-            if size != 5:
-                return 0
-            texts = data["texts"]
-        gaps = data["dt"]
-        if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts)
-                or type(data["turn"]) is not int or type(data["step"]) is not int or type(data["index"]) is not int
-                or not set(map(type, gaps)) <= _INT
-                or abs(time0) + sum(map(abs, gaps)) > MAX_SAFE_INTEGER or seq0 + len(texts) > MAX_SAFE_INTEGER):
-            return 0
-        "".join(texts)  # one string per member: TypeError on anything else (orjson makes no str subclass)
-    except (KeyError, TypeError):
-        return 0
-    return len(texts)
 
 
 class Unreadable(Exception):
@@ -140,15 +95,23 @@ class Log:
         return self._torn()
 
 
-Consume = Callable[[list[Any], int, int], tuple[int, int]]
-"""`consume(values, start, expected) -> (taken, next seq)`: a consumer's own hot loop over a block (see Checker.fast_block)."""
+Survey = Callable[[list[Any]], list[Run]]
+"""`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see tools/survey.py)."""
+Fold = Callable[[Sequence[Any], int, int, int], int]
+"""`fold(ops, k, first, next) -> r`: the consumer's stateful half (see Checker.fold): ops[k:r] applied, -1 for none."""
 
 
-def open_log(path: Path, session_id: str | None = None, *, expand: bool = True, consume: Consume | None = None) -> Log:
-    """Open `path` with the backend that wrote it. Raises Unreadable, or SpecViolation for a bad header."""
+def open_log(path: Path, session_id: str | None = None, *, survey: Survey | None = None, fold: Fold | None = None,
+             jobs: int | None = None) -> Log:
+    """Open `path` with the backend that wrote it. Raises Unreadable, or SpecViolation for a bad header.
+
+    For JSONL, a consumer that gives `survey` and `fold` takes whole runs of lines itself, and
+    only the lines in no run come out of `records()`; `jobs` (1, 2, or None for "2 where it
+    pays") says whether a second process surveys every other block (see tools/prover.py).
+    """
     fmt = detect(path)
     if fmt == "jsonl":
-        return _open_jsonl(path, session_id, expand, consume)
+        return _open_jsonl(path, session_id, survey, fold, jobs)
     if fmt == "jsonl.zstd":
         from sessionspec.storage.zstdlog import ZstdReader
 
@@ -167,7 +130,11 @@ def _open_sqlite(path: Path, session_id: str | None) -> Log:
     return Log(path, "sqlite", reader.header, reader.records, lambda: reader.torn, lambda: (0, 0))
 
 
-def _open_jsonl(path: Path, session_id: str | None, expand: bool, consume: Consume | None) -> Log:
+PARALLEL_BYTES: Final = 4 << 20
+"""The size from which a second process pays for its fork (about a millisecond) when `jobs` is not given."""
+
+
+def _open_jsonl(path: Path, session_id: str | None, survey: Survey | None, fold: Fold | None, jobs: int | None) -> Log:
     stream: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed when the records are exhausted
     try:
         header, offset = read_header(stream, str(path), session_id)
@@ -179,8 +146,18 @@ def _open_jsonl(path: Path, session_id: str | None, expand: bool, consume: Consu
     state: dict[str, Any] = {"torn": None}
 
     def records() -> Iterator[tuple[int | None, Json]]:
-        with stream:
-            yield from _jsonl_records(stream, scanner, offset, state, expand, consume)
+        wanted = survey is not None and fold is not None and (jobs == 2 or (jobs is None and size >= PARALLEL_BYTES))
+        prover = Prover.start(lambda part: _answer(part, survey), forced=jobs == 2) if wanted and survey else None
+        try:
+            with stream:
+                tail: list[bytes] = []
+                blocks = _surveyed(_chunks(stream, tail), survey, prover)
+                line = yield from _jsonl_records(blocks, scanner, offset, fold)
+                # SESSION-TORN-TAIL.1: the final fragment of an interrupted write.
+                state["torn"] = scanner.finish(fragment_line=line + 1, fragment=True) if tail else scanner.finish()
+        finally:
+            if prover is not None:
+                prover.close()
 
     return Log(path, "jsonl", header, records, lambda: state["torn"], lambda: (stream.tell() if not stream.closed else size, size))
 
@@ -245,13 +222,20 @@ def _block(part: bytes) -> list[Any] | None:
     return values if sum(map(len, wrapped)) == lines else None
 
 
-def _jsonl_records(stream: BinaryIO, scanner: Scanner, offset: int, state: dict[str, Any],
-                   expand: bool, consume: Consume | None = None) -> Iterator[tuple[int | None, Json]]:
-    """The committed records, as `JsonlReader.records` yields them, read a block of lines at a time.
+@dataclass(frozen=True, slots=True)
+class _Oversized:
+    """A record longer than MAX_RECORD_BYTES: its first bytes (enough for the scanner to refuse it) and its length."""
 
-    With `expand` false, a row the lean check accepts comes out as one `Members` instead of its events.
+    head: bytes
+    length: int
+    """Bytes from its start to the end of its line, newline included."""
+
+
+def _chunks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | _Oversized]:
+    """The log after its header: blocks of complete lines (without the last newline), and over-long records.
+
+    A final fragment without its newline (a torn write) is put in `tail`, not yielded.
     """
-    line = 1
     carry = b""
     while True:
         block = stream.read(BLOCK)
@@ -267,69 +251,248 @@ def _jsonl_records(stream: BinaryIO, scanner: Scanner, offset: int, state: dict[
                     carry = data
                     break
                 # SESSION-STORAGE-RECORD.1: the scanner refuses the over-long record; skip to its end.
-                line += 1
-                scanner.feed(line, data, offset)
-                offset += len(data)
+                length = len(data)
                 rest = stream.readline(BLOCK)
                 while rest and not rest.endswith(b"\n"):
-                    offset += len(rest)
+                    length += len(rest)
                     rest = stream.readline(BLOCK)
-                offset += len(rest)
+                yield _Oversized(data, length + len(rest))
                 carry = b"" if rest else b"x"
                 if not rest:
                     break
                 continue
             cut = len(data)
-        part, carry = data[: cut - 1], data[cut:]
-        values = _block(part)
-        start = 0
-        while values is not None and start < len(values):
-            if consume is not None and scanner.pending is None:
-                # The consumer takes what it can itself; those values continue the seq, so the scanner agrees.
-                taken, scanner.expected = consume(values, start, scanner.expected)
-                start += taken
-                line += taken
-                if start == len(values):
-                    break
-            value = values[start]
-            if type(value) is not dict or scanner.pending is not None:
-                break
-            kind = value.get("type")
-            if type(kind) is not str or kind not in ROW_TAGS:
-                if value.get("seq") != scanner.expected or type(value["seq"]) is not int:
-                    break
-                # Scanner.feed's own happy path, inline: one plain event that continues the seq.
-                scanner.expected += 1
-                line += 1
-                start += 1
-                yield line, value
-                continue
-            count = 0
-            if not expand and value.get("seq0") == scanner.expected and type(value["seq0"]) is int:
-                count = lean_row(value, kind, scanner.expected)
-            if not count:
-                break
-            line += 1
-            start += 1
-            yield line, Members(scanner.expected, count, value)
-            scanner.expected += count
-        if values is not None and start == len(values):
-            # every line of the block was taken
-            offset += cut
-            scanner.committed_end = offset
-            continue
-        lines = part.split(b"\n")
-        offset += sum(map(len, lines[:start])) + start
-        scanner.committed_end = offset
-        for raw in lines[start:]:
-            line += 1
-            offset += len(raw) + 1
-            yield from _one_line(scanner, line, raw, offset)
+        yield data[: cut - 1]
+        carry = data[cut:]
     if carry:
-        # SESSION-TORN-TAIL.1: the final fragment of an interrupted write.
-        state["torn"] = scanner.finish(fragment_line=line + 1, fragment=True)
-    else:
-        state["torn"] = scanner.finish()
+        tail.append(carry)
+
+
+Surveyed = tuple[int, list[Run]] | None
+"""A block's line count and runs, or None where the block is not canonical (or no consumer surveys)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLine:
+    """A tool/result whose block the prover surveyed: kept as its stored line until a rewrite of it asks for its data.
+
+    Shipping the data back would cost a dump there and a parse here for every tool/result;
+    few are ever rewritten, so the line's bytes stand in for it.
+    """
+
+    raw: bytes
+
+    def data(self) -> Json:
+        data: Json = _LOADS(self.raw)["data"]
+        return data
+
+
+def _here(part: bytes, survey: Survey | None) -> Surveyed:
+    """A block proved and surveyed in this process."""
+    if survey is None:
+        return None
+    values = _block(part)
+    return None if values is None else (len(values), survey(values))
+
+
+def _answer(part: bytes, survey: Survey) -> bytes:
+    """What the prover sends back for a block: `[lines, runs]` as JSON, `null` where the block is not canonical.
+
+    A tool/result's data is sent as the byte span of its line in the block (see StoredLine).
+    """
+    values = _block(part)
+    if values is None:
+        return b"null"
+    runs = survey(values)
+    ends: list[int] = []
+
+    def span(line: int) -> tuple[int, int]:
+        if not ends:
+            ends.extend((0, *accumulate(len(raw) + 1 for raw in part.split(b"\n"))))
+        return ends[line], ends[line + 1] - 1
+
+    for run in runs:
+        for index, step in enumerate(run[4]):
+            if len(step) == 3:
+                kept, lines = step[1], step[2]
+                for at, (kind, data) in enumerate(kept):
+                    if data is not None:
+                        kept[at] = (kind, span(lines[at]))
+            elif step[3] is not None:
+                run[4][index] = (step[0], step[1], step[2], span(step[0]), step[4], step[5])
+    return _DUMPS((len(values), runs))
+
+
+def _received(part: bytes, answer: bytes) -> Surveyed:
+    """The prover's answer for `part`, with each tool/result's span turned back into its line."""
+    surveyed: Surveyed = _LOADS(answer)
+    if surveyed is not None:
+        for run in surveyed[1]:
+            for step in run[4]:
+                if len(step) == 3:
+                    for kept in step[1]:
+                        if kept[1] is not None:
+                            start, end = kept[1]
+                            kept[1] = StoredLine(part[start:end])
+                elif step[3] is not None:
+                    start, end = step[3]
+                    step[3] = StoredLine(part[start:end])
+    return surveyed
+
+
+AHEAD: Final = 8
+"""Blocks read ahead of the fold at most: memory stays a few hundred KiB."""
+OWED: Final = 3
+"""Blocks the prover holds at a time: enough that it does not idle while this process surveys one."""
+
+
+def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
+              prover: Prover | None) -> Iterator[tuple[bytes | _Oversized, Surveyed]]:
+    """Each chunk in file order with its survey; with a prover, shared between it and this process.
+
+    The fold must go in file order; the survey need not. So the prover is kept holding OWED
+    blocks, and whenever the next block to fold is still with the prover, this process reads
+    a later block and surveys it itself instead of waiting. Neither side idles for long, and
+    the share each takes follows their speeds. An answer the prover does not give (it died,
+    declined, or sent what does not parse) is made here, from the same bytes.
+    """
+    if prover is None:
+        for chunk in chunks:
+            yield chunk, _here(chunk, survey) if isinstance(chunk, bytes) else None
+        return
+    queue: deque[list[Any]] = deque()
+    """[chunk, surveyed, where] in file order; where is "prover", "here" (not yet surveyed) or "done"."""
+    owed = 0
+    more = True
+
+    def read(sent: bool) -> bool:
+        nonlocal more, owed
+        chunk = next(chunks, None)
+        if chunk is None:
+            more = False
+            return False
+        if not isinstance(chunk, bytes):
+            queue.append([chunk, None, "done"])
+        elif sent and prover.submit(chunk):
+            queue.append([chunk, None, "prover"])
+            owed += 1
+        else:
+            queue.append([chunk, None, "here"])
+        return True
+
+    while True:
+        while more and owed < OWED and len(queue) < AHEAD and prover.alive and read(True):
+            pass
+        if not queue and not (more and read(False)):
+            return
+        head = queue[0]
+        if head[2] == "prover" and not prover.ready():
+            # Survey a later block here rather than wait for the prover.
+            spare = next((entry for entry in queue if entry[2] == "here"), None)
+            if spare is None and more and len(queue) < AHEAD and read(False):
+                spare = queue[-1] if queue[-1][2] == "here" else None
+            if spare is not None:
+                spare[1], spare[2] = _here(spare[0], survey), "done"
+                continue
+        if head[2] == "prover":
+            answer = prover.answer()
+            owed -= 1
+            surveyed: Surveyed = None
+            try:
+                surveyed = _received(head[0], answer) if answer else _here(head[0], survey)
+            except (_DECODE_ERROR, TypeError, ValueError, IndexError):
+                surveyed = _here(head[0], survey)
+            head[1], head[2] = surveyed, "done"
+        elif head[2] == "here":
+            head[1], head[2] = _here(head[0], survey), "done"
+        queue.popleft()
+        yield head[0], head[1]
+
+
+class _Lines:
+    """One block of complete lines at file offset `base`, split into its lines only when some line goes alone."""
+
+    __slots__ = ("_ends", "_raws", "base", "part", "total")
+
+    def __init__(self, part: bytes, base: int, total: int) -> None:
+        self.part = part
+        self.base = base
+        self.total = total
+        self._raws: list[bytes] = []
+        self._ends: list[int] = []
+
+    def raw(self, index: int) -> bytes:
+        if not self._raws:
+            self._split()
+        return self._raws[index]
+
+    def end(self, index: int) -> int:
+        """The file offset just after line `index`'s newline."""
+        if not self._raws:
+            self._split()
+        return self.base + self._ends[index]
+
+    def _split(self) -> None:
+        self._raws = self.part.split(b"\n")
+        self._ends = list(accumulate(len(raw) + 1 for raw in self._raws))
+
+
+def _alone(scanner: Scanner, lines: _Lines, first: int, last: int, line: int) -> Generator[tuple[int | None, Json], None, int]:
+    """Lines first..last-1 of a block, each parsed alone and fed to the scanner; returns the last line number."""
+    for index in range(first, last):
+        line += 1
+        yield from _one_line(scanner, line, lines.raw(index), lines.end(index))
+    return line
+
+
+def _jsonl_records(blocks: Iterator[tuple[bytes | _Oversized, Surveyed]], scanner: Scanner, offset: int,
+                   fold: Fold | None) -> Generator[tuple[int | None, Json], None, int]:
+    """The records no run takes, as `JsonlReader.records` yields them; returns the number of the last line read.
+
+    Each block's runs go to `fold`, which applies them to the consumer's state as far as the
+    log bears them out (the seq the log expects, a replace that lands); every other line is
+    parsed alone and fed to the scanner, whose records come out. Either way the scanner's seq
+    and committed end move as if it had read every line itself.
+    """
+    line = 1
+    for chunk, surveyed in blocks:
+        if isinstance(chunk, _Oversized):
+            line += 1
+            scanner.feed(line, chunk.head, offset)
+            offset += chunk.length
+            continue
+        total, runs = surveyed if surveyed is not None else (chunk.count(b"\n") + 1, [])
+        lines = _Lines(chunk, offset, total)
+        offset += len(chunk) + 1
+        done = 0
+        for start, end, first, nxt, ops in runs:
+            line = yield from _alone(scanner, lines, done, start, line)
+            done = start
+            k = 0
+            while fold is not None and scanner.pending is None and first == scanner.expected:
+                refused = fold(ops, k, first, nxt)
+                if refused < 0:
+                    break
+                if refused == len(ops):
+                    line += end - done
+                    done, scanner.expected = end, nxt
+                else:
+                    # The fold stopped at a replace it could not place: the lines before it are taken.
+                    at, seq = ops[refused][0], ops[refused][1]
+                    line += at - done
+                    done, scanner.expected = at, seq
+                if done:
+                    scanner.committed_end = offset if done == lines.total else lines.end(done - 1)
+                if done == end:
+                    break
+                # ... and the replace goes alone, to the exact path; the run resumes after it.
+                line = yield from _alone(scanner, lines, done, done + 1, line)
+                done += 1
+                first, k = seq + 1, refused + 1
+            line = yield from _alone(scanner, lines, done, end, line)
+            done = end
+        line = yield from _alone(scanner, lines, done, lines.total, line)
+    return line
 
 
 def _one_line(scanner: Scanner, line: int, raw: bytes, end: int) -> Iterator[tuple[int | None, Json]]:

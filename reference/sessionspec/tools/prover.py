@@ -1,0 +1,173 @@
+"""A second process that proves and surveys blocks of a JSONL log while this one folds the block before.
+
+Why: proving a block canonical and surveying it (`sources._block`, `survey.survey`) is most of
+a check's work and needs no state, so on a machine with a core to spare it can run beside the
+stateful fold. What crosses the pipes: this process sends a block's exact bytes; the prover
+answers with whatever `work` makes of them (for the checker, the block's runs as JSON).
+
+Trust. The prover is this program, forked, running `work` on bytes this process read, so its
+answer is taken as a function call's would be. What is not assumed is that it lives: if it
+dies, declines (an empty answer, when `work` raised) or a pipe breaks, `submit` and `answer`
+say so and the caller does the work itself from the same bytes, so the findings never depend
+on the prover. It is forked only where that is safe (Linux, one thread, two usable CPUs, or
+when asked), ignores SIGINT (an interrupt is the parent's to handle), and exits when its
+request pipe closes: when this process closes it, or dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import BinaryIO, Final
+
+_PIPE_BYTES: Final = 1 << 20
+"""Room for a few blocks in each pipe, so neither side waits on the other's reading."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if data is not None and len(data) == size else None
+
+
+def _read_fd(fd: int, size: int) -> bytes | None:
+    """Exactly `size` bytes from a pipe, unbuffered (so `select` sees all that is waiting); None at EOF."""
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        more = os.read(fd, size - got)
+        if not more:
+            return None
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def _framed(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "little") + data
+
+
+def _serve(requests: BinaryIO, replies: int, work: Callable[[bytes], bytes]) -> None:
+    """The prover's loop: a length-prefixed request in, a length-prefixed answer out, until EOF."""
+    while (head := _read_exactly(requests, 4)) is not None:
+        part = _read_exactly(requests, int.from_bytes(head, "little"))
+        if part is None:
+            return
+        try:
+            answer = work(part)
+        except Exception:
+            answer = b""
+        _write_all(replies, _framed(answer))
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether a fork without exec is safe here: Linux (no macOS framework state), one thread (no lock held by another)."""
+    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
+
+
+class Prover:
+    """The parent's handle: `submit` blocks in order, read their `answer`s in the same order, then `close`."""
+
+    def __init__(self, pid: int, requests: int, replies: int) -> None:
+        self.pid = pid
+        self._requests = requests
+        self._replies = replies
+        self.alive = True
+
+    @classmethod
+    def start(cls, work: Callable[[bytes], bytes], *, forced: bool = False) -> Prover | None:
+        """A prover running `work`, or None where none should be forked (see the module docstring)."""
+        if not can_fork() or (not forced and usable_cpus() < 2):
+            return None
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        for fd in (request_write, reply_write):
+            with contextlib.suppress(AttributeError, OSError):
+                import fcntl
+
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (request_read, request_write, reply_read, reply_write):
+                os.close(fd)
+            return None
+        if pid == 0:  # the prover
+            code = 0
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                os.close(request_write)
+                os.close(reply_read)
+                with open(request_read, "rb", buffering=_PIPE_BYTES) as requests:
+                    _serve(requests, reply_write, work)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(request_read)
+        os.close(reply_write)
+        return cls(pid, request_write, reply_read)
+
+    def submit(self, part: bytes) -> bool:
+        """Send one block; False if the prover is gone (then its answers are the caller's to make)."""
+        if self.alive:
+            try:
+                _write_all(self._requests, _framed(part))
+            except OSError:
+                self.alive = False
+        return self.alive
+
+    def ready(self) -> bool:
+        """Whether `answer` would return without waiting (an answer has begun to arrive, or the prover is gone)."""
+        if not self.alive:
+            return True
+        try:
+            return bool(select.select([self._replies], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def answer(self) -> bytes | None:
+        """The answer to the oldest unanswered block; b"" if the prover declined it; None if the prover is gone."""
+        if not self.alive:
+            return None
+        try:
+            head = _read_fd(self._replies, 4)
+            answer = None if head is None else _read_fd(self._replies, int.from_bytes(head, "little"))
+        except OSError:
+            answer = None
+        if answer is None:
+            self.alive = False
+        return answer
+
+    def close(self) -> None:
+        """Close the request pipe (the prover exits at its end) and reap the prover; once."""
+        if self._requests < 0:
+            return
+        self.alive = False
+        with contextlib.suppress(OSError):
+            os.close(self._requests)
+        self._requests = -1
+        with contextlib.suppress(OSError):
+            os.close(self._replies)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+__all__ = ["Prover", "can_fork", "usable_cpus"]

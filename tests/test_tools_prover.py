@@ -1,0 +1,167 @@
+"""The prover (tools/prover.py): a second process that surveys blocks, and the check's findings never depend on it.
+
+Each test runs a check with the prover and compares it with the one-process check (and the
+exact checker): a prover that works, one killed part-way, one that declines, one that answers
+nonsense. Blocks are made small so that a short log is many blocks, shared between the sides.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import orjson
+import pytest
+from sessionspec.tools import prover, sources
+from sessionspec.tools.checker import Checker, check_path
+from test_tools_checker import apply_stored, reference_report, stored_log
+
+pytestmark = pytest.mark.skipif(not prover.can_fork(), reason="the prover forks: Linux, one thread")
+
+HEAD = b'{"type":"session","version":0,"id":"demo","createdAt":1,"delegationDepth":0}\n'
+CHANGES: list[tuple[int, str, str, Any]] = [(8, "set", "sourceEventSeqs", [99]), (11, "set", "surfaceOp.start", 5),
+                                            (4, "set", "data.dt", []), (13, "space", "", None)]
+
+
+def write_log(path: Path, changes: list[tuple[int, str, str, Any]]) -> Path:
+    """The stored log of test_tools_checker (every record shape the fast path takes) with `changes`."""
+    records = stored_log()
+    lines = [orjson.dumps(record) for record in records]
+    for change in changes:
+        apply_stored(records, lines, change)
+    path.write_bytes(HEAD + b"\n".join(lines) + b"\n")
+    return path
+
+
+def outcome(path: Path, jobs: int) -> tuple[Any, ...]:
+    report = check_path(str(path), jobs=jobs)
+    return [(f.line, f.seq, f.rule, f.message) for f in report.findings], report.events, report.nodes, \
+        report.replace_generation
+
+
+@pytest.fixture()
+def small_blocks() -> Iterator[None]:
+    with mock.patch.object(sources, "BLOCK", 200):
+        yield
+
+
+def spy_answers() -> tuple[list[bytes | None], Callable[..., Any]]:
+    answers: list[bytes | None] = []
+    answer = prover.Prover.answer
+
+    def spy(self: prover.Prover) -> bytes | None:
+        answers.append(got := answer(self))
+        return got
+
+    return answers, spy
+
+
+def test_the_prover_answers_in_order_and_exits_when_closed() -> None:
+    helper = prover.Prover.start(lambda part: part[::-1], forced=True)
+    assert helper is not None
+    for part in (b"abc", b"", b"x" * 200_000):
+        assert helper.submit(part)
+    assert [helper.answer() for _ in range(3)] == [b"cba", b"", b"x" * 200_000]
+    helper.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(helper.pid, 0)  # reaped by close
+
+
+def test_a_declining_prover_hands_the_block_back() -> None:
+    def work(part: bytes) -> bytes:
+        raise ValueError(part)
+
+    helper = prover.Prover.start(work, forced=True)
+    assert helper is not None
+    assert helper.submit(b"abc") and helper.answer() == b"" and helper.alive
+    helper.close()
+
+
+def test_a_dead_prover_says_so() -> None:
+    helper = prover.Prover.start(lambda part: part, forced=True)
+    assert helper is not None
+    os.kill(helper.pid, signal.SIGKILL)
+    os.waitpid(helper.pid, 0)
+    helper.submit(b"abc")  # may still fit in the pipe
+    assert helper.answer() is None and not helper.alive and helper.ready()
+    assert not helper.submit(b"abc")
+    helper.close()
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_the_prover_surveys_blocks_and_the_findings_are_the_same(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    answers, spy = spy_answers()
+    with mock.patch.object(prover.Prover, "answer", spy):
+        parallel = outcome(path, jobs=2)
+    assert [a for a in answers if a], "the prover surveyed no block"
+    assert parallel == outcome(path, jobs=1)
+    assert parallel[0] and [f[:3] for f in parallel[0]] == reference_report(path, False)[0]
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_prover_killed_part_way_leaves_the_findings_unchanged(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    answer = prover.Prover.answer
+    answered: list[bytes | None] = []
+
+    def dies_after_two(self: prover.Prover) -> bytes | None:
+        if len(answered) == 2:
+            os.kill(self.pid, signal.SIGKILL)
+        answered.append(got := answer(self))
+        return got
+
+    with mock.patch.object(prover.Prover, "answer", dies_after_two):
+        parallel = outcome(path, jobs=2)
+    assert None in answered, "the prover was not killed while it owed answers"
+    assert parallel == outcome(path, jobs=1)
+
+
+@pytest.mark.parametrize("answer", [b"", b"[1,", b"5", b"[3]", b"[2,[[0]]]"], ids=["declined", "torn", "number",
+                                                                                 "short", "malformed-run"])
+@pytest.mark.usefixtures("small_blocks")
+def test_an_answer_that_is_not_a_survey_is_surveyed_here(tmp_path: Path, answer: bytes) -> None:
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    with mock.patch.object(sources, "_answer", lambda part, survey: answer):  # inherited by the fork
+        parallel = outcome(path, jobs=2)
+    assert parallel == outcome(path, jobs=1)
+
+
+def test_no_prover_is_left_behind(tmp_path: Path) -> None:
+    """Reaped and its pipes closed: after a full check, and after a consumer that stops reading early."""
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    before = set(os.listdir("/proc/self/fd"))
+    with mock.patch.object(sources, "BLOCK", 200):
+        check_path(str(path), jobs=2)
+        checker = Checker(str(path))
+        log = sources.open_log(path, survey=checker.survey, fold=checker.fold, jobs=2)
+        records = log.records()
+        next(records)
+        records.close()
+    assert set(os.listdir("/proc/self/fd")) == before
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "log.jsonl", [])
+    started: list[bool] = []
+    start = prover.Prover.start
+
+    def spy(work: Callable[[bytes], bytes], *, forced: bool = False) -> prover.Prover | None:
+        started.append(forced)
+        return start(work, forced=forced)
+
+    with mock.patch.object(prover.Prover, "start", spy):
+        check_path(str(path))
+        assert started == []
+        with mock.patch.object(sources, "PARALLEL_BYTES", 0):
+            check_path(str(path))
+        assert started == [False]
+        check_path(str(path), jobs=1)
+        check_path(str(path), strict=True, jobs=2)  # strict has no survey to share
+        assert started == [False]
