@@ -9,7 +9,7 @@ Given a log, it is measured as is; without one, `sessionspec bench --turns N --s
 from the shared workload (live implementation, JSONL backend). If bench is unavailable, the
 workload's appends are given seqs and clock times and stored with the JSONL writer directly.
 
-  python benchmarks/check_speed.py [LOG.jsonl] [--turns 2000] [--repeat 5] [--floor] [--strict]
+  python benchmarks/check_speed.py [LOG.jsonl] [--turns 2000] [--repeat 9] [--floor] [--strict]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,11 +111,16 @@ def best(rates: list[Rate]) -> Rate:
     return Rate(max(r.wall for r in rates), max(r.cpu for r in rates))
 
 
+def ratios(rates: list[Rate], raws: list[Rate]) -> list[float]:
+    """Each round's wall-clock ratio to the orjson.loads run beside it (same round, so the same load)."""
+    return sorted(rate.wall / raw.wall for rate, raw in zip(rates, raws, strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log", nargs="?", type=Path)
     parser.add_argument("--turns", type=int, default=2000)
-    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds; best of N for each side")
+    parser.add_argument("--repeat", type=int, default=9, help="interleaved rounds; best of N for each side")
     parser.add_argument("--strict", action="store_true", help="also time check --strict (not part of the bar)")
     parser.add_argument("--floor", action="store_true", help="also time the block parse alone (where the time goes)")
     args = parser.parse_args()
@@ -141,10 +147,13 @@ def main() -> None:
         raw = best(rates["orjson.loads"])
         print(f"log: {path.name}, {lines} lines, {report.events} events, {path.stat().st_size / 1e6:.1f} MB, "
               f"{len(report.findings)} findings; {sources.BLOCK >> 10} KiB blocks; best of {args.repeat}")
-        print(f"{'':<20} {'lines/s (wall)':>15} {'ratio':>6} {'lines/s (CPU)':>15} {'ratio':>6}")
+        print(f"{'':<20} {'lines/s (wall)':>15} {'ratio':>6} {'lines/s (CPU)':>15} {'ratio':>6}   round ratios (wall): "
+              "min median max")
         for name in runs:
             rate = best(rates[name])
-            print(f"{name:<20} {rate.wall:>15,.0f} {rate.wall / raw.wall:>6.2f} {rate.cpu:>15,.0f} {rate.cpu / raw.cpu:>6.2f}")
+            within = ratios(rates[name], rates["orjson.loads"])
+            print(f"{name:<20} {rate.wall:>15,.0f} {rate.wall / raw.wall:>6.2f} {rate.cpu:>15,.0f} {rate.cpu / raw.cpu:>6.2f}"
+                  f"   {within[0]:.2f} {statistics.median(within):.2f} {within[-1]:.2f}")
         print(f"bar: check at 0.50 of orjson.loads by the wall clock; cores usable: {prover.usable_cpus()}")
 
 

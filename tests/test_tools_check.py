@@ -158,3 +158,16 @@ def test_a_non_string_type_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert f"{path}:2: seq 0 SESSION-EVENT-ENVELOPE.2" in done.stdout
     assert f"{path}:3: seq 1 SESSION-EVENT-ENVELOPE.2" in done.stdout
+
+
+def test_jobs_two_reports_what_jobs_one_reports(tmp_path: Path) -> None:
+    """`--jobs 2` (a second process surveys blocks) prints exactly what `--jobs 1` prints; other counts are refused."""
+    events = demo_events()
+    events[7]["data"]["message"]["content"][0]["toolCallId"] = "other"
+    path = write_lines(tmp_path / "forged.jsonl", events * 40)  # many seq findings after the first copy
+    one = sessionspec("check", "--jobs", "1", "--format", "json", str(path))
+    two = sessionspec("check", "--jobs", "2", "--format", "json", str(path))
+    assert one.returncode == two.returncode == 1
+    assert one.stdout == two.stdout and json.loads(one.stdout)["files"][0]["findings"]
+    refused = sessionspec("check", "--jobs", "3", str(path))
+    assert refused.returncode == 2 and "--jobs" in refused.stderr

@@ -11,6 +11,12 @@ recognise (a replace, a request header, a retired type, an odd shape) goes to th
 which runs the reference functions themselves (`parse_event`, `check_content`, `plan`) and so
 reports the reference's own rule and message. The fast path decides speed; the exact path
 decides every finding.
+
+For a JSONL log the fast path comes in two halves (tools/survey.py): `survey` judges a whole
+parsed block with no state, and `fold` applies what it found to the surface, in log order. The
+survey may run in a second process (tools/prover.py), so a check on two cores does it for
+every other block while this one folds; `_fast` is the same predicate, record by record, for
+every other backend and for the lines a survey leaves out.
 """
 
 from __future__ import annotations

@@ -296,48 +296,54 @@ def _here(part: bytes, survey: Survey | None) -> Surveyed:
 
 
 def _answer(part: bytes, survey: Survey) -> bytes:
-    """What the prover sends back for a block: `[lines, runs]` as JSON, `null` where the block is not canonical.
+    """What the prover sends back for a block: `[lines, runs, spans]` as JSON, `null` where it is not canonical.
 
-    A tool/result's data is sent as the byte span of its line in the block (see StoredLine).
+    A tool/result's data is not sent: its place in the runs holds null, and `spans` lists each
+    such place as `[run, step, member or -1 for a replace, start, end]`, the byte span of its
+    line in the block (see StoredLine).
     """
     values = _block(part)
     if values is None:
         return b"null"
     runs = survey(values)
-    ends: list[int] = []
+    spans: list[tuple[int, int, int, int, int]] = []
+    raws: list[bytes] = []
+    last = at = 0  # line `last` of the block starts at byte `at`
 
     def span(line: int) -> tuple[int, int]:
-        if not ends:
-            ends.extend((0, *accumulate(len(raw) + 1 for raw in part.split(b"\n"))))
-        return ends[line], ends[line + 1] - 1
+        nonlocal last, at
+        if not raws:
+            raws.extend(part.split(b"\n"))
+        at += sum(map(len, raws[last:line])) + line - last
+        last = line
+        return at, at + len(raws[line])
 
-    for run in runs:
-        for index, step in enumerate(run[4]):
+    for r, run in enumerate(runs):
+        for s, step in enumerate(run[4]):
             if len(step) == 3:
                 kept, lines = step[1], step[2]
-                for at, (kind, data) in enumerate(kept):
+                for m, (kind, data) in enumerate(kept):
                     if data is not None:
-                        kept[at] = (kind, span(lines[at]))
+                        kept[m] = (kind, None)
+                        spans.append((r, s, m, *span(lines[m])))
             elif step[3] is not None:
-                run[4][index] = (step[0], step[1], step[2], span(step[0]), step[4], step[5])
-    return _DUMPS((len(values), runs))
+                run[4][s] = (step[0], step[1], step[2], None, step[4], step[5])
+                spans.append((r, s, -1, *span(step[0])))
+    return _DUMPS((len(values), runs, spans))
 
 
 def _received(part: bytes, answer: bytes) -> Surveyed:
-    """The prover's answer for `part`, with each tool/result's span turned back into its line."""
-    surveyed: Surveyed = _LOADS(answer)
-    if surveyed is not None:
-        for run in surveyed[1]:
-            for step in run[4]:
-                if len(step) == 3:
-                    for kept in step[1]:
-                        if kept[1] is not None:
-                            start, end = kept[1]
-                            kept[1] = StoredLine(part[start:end])
-                elif step[3] is not None:
-                    start, end = step[3]
-                    step[3] = StoredLine(part[start:end])
-    return surveyed
+    """The prover's answer for `part`, each tool/result's span turned back into its line."""
+    got = _LOADS(answer)
+    if got is None:
+        return None
+    total, runs, spans = got
+    for r, s, m, start, end in spans:
+        if m < 0:
+            runs[r][4][s][3] = StoredLine(part[start:end])
+        else:
+            runs[r][4][s][1][m][1] = StoredLine(part[start:end])
+    return total, runs
 
 
 AHEAD: Final = 8
