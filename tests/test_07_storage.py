@@ -440,17 +440,17 @@ def test_a_zstd_log_streams_in_memory_bounded_by_the_frame_buffer_not_the_file(
     assert peak < bound < size // 2, (peak, bound, size)
 
 
-def test_a_zstd_record_beyond_the_bound_is_cut_at_the_bound_and_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SESSION-STORAGE-RECORD.1 in a zstd frame: the scanner sees one byte past the bound, never the whole record."""
+def test_a_zstd_record_beyond_the_bound_is_cut_at_the_bound_and_refused_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SESSION-STORAGE-RECORD.1 in a zstd frame: the reader keeps one byte past the bound, never the whole record."""
     monkeypatch.setattr(gate, "MAX_RECORD_BYTES", 1 << 16)
     monkeypatch.setattr(zstdlog, "PLAIN_BUFFER", 1 << 12)
     path = tmp_path / "long.jsonl.zstd"
     storage.save(path, HEADER, plugin_events(0, 3))
     with open(path, "ab") as stream:
         stream.write(compress(json.dumps(plugin_events(3, 1, 1 << 18)[0]).encode() + b"\n"))
-    result = storage.load(path)
-    assert len(result.events) == 3 and result.torn is not None and result.torn.line == 5
-    assert result.torn.reason.startswith("SESSION-STORAGE-RECORD.1") and f"{(1 << 16) + 1} bytes" in result.torn.reason
+    # Refused at its line, as the JSONL reader refuses it: a committed record is never a torn tail to cut.
+    error = violation(lambda: storage.load(path))
+    assert error.rule == "SESSION-STORAGE-RECORD.1" and error.line == 5 and f"exceeds {1 << 16} bytes" in str(error)
 
 
 # --- repair against another writer ----------------------------------------------------------------

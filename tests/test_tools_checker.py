@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sessionspec import storage
 from sessionspec.commands.demo import example_session
 from sessionspec.errors import SpecViolation
+from sessionspec.storage import jsonl
 from sessionspec.storage.chunkrows import pack
 from sessionspec.storage.jsonl import JsonlReader
 from sessionspec.tools import sources
@@ -432,3 +433,20 @@ def test_progress_draws_only_when_enabled() -> None:
     with Progress("check", stream=loud, enabled=True) as bar:
         bar(5, 10)
     assert "[###############---------------]  50%" in loud.getvalue() and loud.getvalue().endswith("\x1b[2K")
+
+
+@pytest.mark.parametrize("where", ["inside", "last", "torn"])
+def test_a_record_beyond_the_bound_is_refused_at_its_line_as_the_reader_refuses_it(where: str) -> None:
+    """SESSION-STORAGE-RECORD.1: the check stops at the over-long line with the storage reader's rule and line."""
+    lines = [orjson.dumps(record) for record in stored_log()]
+    big = b'{"type":"x","seq":5,"time":1,"data":"' + b"y" * (1 << 17) + b'"}'
+    body = [*lines[:5], big, *lines[5:]] if where == "inside" else [*lines, big]
+    text = b'{"type":"session","version":0,"id":"demo","createdAt":1,"delegationDepth":0}\n' + b"\n".join(body)
+    text += b"" if where == "torn" else b"\n"
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(sources, "MAX_RECORD_BYTES", 1 << 16), \
+            mock.patch.object(jsonl, "MAX_RECORD_BYTES", 1 << 16):
+        path = Path(tmp) / "log.jsonl"
+        path.write_bytes(text)
+        fast = fast_report(path, False)
+        assert fast == reference_report(path, False) == fast_report(path, False, jobs=2)
+        assert fast[0][-1] == (body.index(big) + 2, None, "SESSION-STORAGE-RECORD.1")

@@ -178,7 +178,7 @@ def _again(stream: BinaryIO, frame: Frame, path: str, dctx: zstandard.ZstdDecomp
 def lines(pieces: Iterable[bytes]) -> Iterator[bytes]:
     """The newline-terminated records of a plaintext, without the newline; an unterminated rest is dropped.
 
-    A record longer than the bound is cut one byte past it: the scanner still refuses it
+    A record longer than the bound is cut one byte past it: the reader still refuses it
     (SESSION-STORAGE-RECORD.1), and memory stays bounded by the bound.
     """
     carry: list[bytes] = []
@@ -260,6 +260,10 @@ class ZstdReader(FileReader):
             end = frame.end if frame.complete else frame.start
             for raw in self._frame_lines(frame, line):
                 line += 1
+                if len(raw) > gate.MAX_RECORD_BYTES:
+                    # SESSION-STORAGE-RECORD.1: refused at its line, as the JSONL reader refuses it (cut at the bound).
+                    raise refuse(gate.RECORD_SIZE, Kind.JSON, self._name,
+                                 f"record at line {line} exceeds {gate.MAX_RECORD_BYTES} bytes", line=line)
                 before = self.scanner.pending
                 for record in self.scanner.feed(line, raw, end):
                     yield line, record

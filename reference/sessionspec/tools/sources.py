@@ -24,9 +24,9 @@ from typing import Any, BinaryIO, Final
 
 import orjson
 
-from sessionspec.errors import SpecViolation
+from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
-from sessionspec.storage.gate import MAX_RECORD_BYTES, Scanner, TornTail
+from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, Scanner, TornTail, refuse
 from sessionspec.storage.jsonl import read_header
 from sessionspec.tools.prover import Prover
 from sessionspec.tools.survey import Run
@@ -224,11 +224,9 @@ def _block(part: bytes) -> list[Any] | None:
 
 @dataclass(frozen=True, slots=True)
 class _Oversized:
-    """A record longer than MAX_RECORD_BYTES: its first bytes (enough for the scanner to refuse it) and its length."""
+    """A record longer than MAX_RECORD_BYTES, read no further than one byte past the bound; the log's end for a reader."""
 
     head: bytes
-    length: int
-    """Bytes from its start to the end of its line, newline included."""
 
 
 def _chunks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | _Oversized]:
@@ -246,21 +244,14 @@ def _chunks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | _Oversized]
         if cut == 0:
             # A line longer than a block: read the rest of it in one bounded call.
             data += stream.readline(MAX_RECORD_BYTES + 2 - len(data))
-            if not data.endswith(b"\n"):
-                if len(data) <= MAX_RECORD_BYTES:
-                    carry = data
-                    break
-                # SESSION-STORAGE-RECORD.1: the scanner refuses the over-long record; skip to its end.
-                length = len(data)
-                rest = stream.readline(BLOCK)
-                while rest and not rest.endswith(b"\n"):
-                    length += len(rest)
-                    rest = stream.readline(BLOCK)
-                yield _Oversized(data, length + len(rest))
-                carry = b"" if rest else b"x"
-                if not rest:
-                    break
-                continue
+            ended = data.endswith(b"\n")
+            if len(data) - ended > MAX_RECORD_BYTES:
+                # SESSION-STORAGE-RECORD.1: refused with no more of it read.
+                yield _Oversized(data)
+                return
+            if not ended:
+                carry = data
+                break
             cut = len(data)
         yield data[: cut - 1]
         carry = data[cut:]
@@ -463,10 +454,10 @@ def _jsonl_records(blocks: Iterator[tuple[bytes | _Oversized, Surveyed]], scanne
     line = 1
     for chunk, surveyed in blocks:
         if isinstance(chunk, _Oversized):
+            # SESSION-STORAGE-RECORD.1: refused at its line, as `storage.jsonl` refuses it.
             line += 1
-            scanner.feed(line, chunk.head, offset)
-            offset += chunk.length
-            continue
+            raise refuse(RECORD_SIZE, Kind.JSON, scanner.path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes",
+                         line=line)
         total, runs = surveyed if surveyed is not None else (chunk.count(b"\n") + 1, [])
         lines = _Lines(chunk, offset, total)
         offset += len(chunk) + 1
