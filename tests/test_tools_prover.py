@@ -165,3 +165,13 @@ def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
         check_path(str(path), jobs=1)
         check_path(str(path), strict=True, jobs=2)  # strict has no survey to share
         assert started == [False]
+
+
+def test_no_prover_where_the_pipes_cannot_be_widened(tmp_path: Path) -> None:
+    """Narrow pipes could fill both ways at once (a deadlock), so the check runs in one process instead."""
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    before = set(os.listdir("/proc/self/fd"))
+    with mock.patch.object(prover, "_widened", lambda fd: False):
+        assert prover.Prover.start(lambda part: part, forced=True) is None
+        assert outcome(path, jobs=2) == outcome(path, jobs=1)
+    assert set(os.listdir("/proc/self/fd")) == before

@@ -9,8 +9,8 @@ Trust. The prover is this program, forked, running `work` on bytes this process 
 answer is taken as a function call's would be. What is not assumed is that it lives: if it
 dies, declines (an empty answer, when `work` raised) or a pipe breaks, `submit` and `answer`
 say so and the caller does the work itself from the same bytes, so the findings never depend
-on the prover. It is forked only where that is safe (Linux, one thread, two usable CPUs, or
-when asked), ignores SIGINT (an interrupt is the parent's to handle), and exits when its
+on the prover. It is forked only where that is safe (Linux, one thread, two usable CPUs or
+when asked, pipes wide enough that neither side can block the other), ignores SIGINT (an interrupt is the parent's to handle), and exits when its
 request pipe closes: when this process closes it, or dies.
 """
 
@@ -26,7 +26,23 @@ from collections.abc import Callable
 from typing import BinaryIO, Final
 
 _PIPE_BYTES: Final = 1 << 20
-"""Room for a few blocks in each pipe, so neither side waits on the other's reading."""
+"""Room in each pipe for every answer the prover may owe: then it never blocks on a write.
+
+So the two never deadlock with both pipes full: the parent may block while it sends a block
+(a block of one over-long line can be larger than the pipe), but the prover, reading requests
+between answers, always drains it. The prover owes at most `sources.OWED` answers, each a few
+dozen bytes a line of a block of at most two `BLOCK`s (a longer block is a single line)."""
+
+
+def _widened(fd: int) -> bool:
+    """Give a pipe `_PIPE_BYTES` of room; False where the system will not (then no prover is forked)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)) >= _PIPE_BYTES
+    except (AttributeError, ImportError, OSError):
+        return False
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -98,15 +114,15 @@ class Prover:
             return None
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
-        for fd in (request_write, reply_write):
-            with contextlib.suppress(AttributeError, OSError):
-                import fcntl
-
-                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        pipes = (request_read, request_write, reply_read, reply_write)
+        if not all(_widened(fd) for fd in (request_write, reply_write)):
+            for fd in pipes:
+                os.close(fd)
+            return None
         try:
             pid = os.fork()
         except OSError:
-            for fd in (request_read, request_write, reply_read, reply_write):
+            for fd in pipes:
                 os.close(fd)
             return None
         if pid == 0:  # the prover
