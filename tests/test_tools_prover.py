@@ -16,6 +16,12 @@ from unittest import mock
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sessionspec import storage
+from sessionspec.errors import SpecViolation
+from sessionspec.storage.jsonl import JsonlReader
+from sessionspec.testing.loops import Loop, agent_loops, build
 from sessionspec.tools import prover, sources
 from sessionspec.tools.checker import Checker, check_path
 from test_tools_checker import apply_stored, reference_report, stored_log
@@ -175,3 +181,69 @@ def test_no_prover_where_the_pipes_cannot_be_widened(tmp_path: Path) -> None:
         assert prover.Prover.start(lambda part: part, forced=True) is None
         assert outcome(path, jobs=2) == outcome(path, jobs=1)
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+CORRUPTIONS = st.sampled_from(["byte", "drop", "repeat", "swap", "cut"])
+
+
+def corrupt(text: bytes, how: str, at: int, byte: int) -> bytes:
+    """One corruption of a stored log's body (after its header line) at a position drawn as `at`."""
+    head, _, body = text.partition(b"\n")
+    lines = body.split(b"\n")[:-1]
+    if not lines:
+        return text
+    line = at % len(lines)
+    if how == "byte":
+        raw = bytearray(lines[line])
+        raw[at % len(raw)] = byte  # lines are never empty: each is a JSON object
+        lines[line] = bytes(raw)
+    elif how == "drop":
+        del lines[line]
+    elif how == "repeat":
+        lines.insert(line, lines[line])
+    elif how == "swap" and line + 1 < len(lines):
+        lines[line], lines[line + 1] = lines[line + 1], lines[line]
+    out = head + b"\n" + b"".join(raw + b"\n" for raw in lines)
+    return out[: len(head) + 1 + at % max(len(out) - len(head) - 1, 1)] if how == "cut" else out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(loop=agent_loops(max_turns=6, max_steps=3), how=CORRUPTIONS, at=st.integers(0, 10**6),
+       byte=st.sampled_from(b' "0:,{}[]\\x-9e'), block=st.sampled_from([256, 1024, 32 << 10]))
+def test_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover(
+        tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int) -> None:
+    """Generated agent loops (prunings, compactions, packed rows, request headers) stored as JSONL and corrupted once:
+    the check with a prover, without one, and the exact checker over the storage reader report the same."""
+    session = build(loop.requests, "live")
+    path = tmp_path / f"{len(os.listdir(tmp_path))}.jsonl"
+    storage.save(path, session.header, session.events)
+    path.write_bytes(corrupt(path.read_bytes(), how, at, byte))
+    with mock.patch.object(sources, "BLOCK", block):
+        alone = outcome(path, jobs=1)
+        assert outcome(path, jobs=2) == alone
+        # The torn tail too, with the byte offset a repair would keep.
+        assert torn_tail(path, jobs=1) == torn_tail(path, jobs=2) == reader_torn_tail(path)
+    assert [f[:3] for f in alone[0]] == reference_report(path, False)[0]
+
+
+def torn_tail(path: Path, jobs: int) -> Any:
+    """The check's reader's torn tail (None for a clean end), or the rule that refused the log."""
+    checker = Checker(str(path))
+    try:
+        log = sources.open_log(path, survey=checker.survey, fold=checker.fold, jobs=jobs)
+        checker.feed_all(log.records())
+    except SpecViolation as violation:
+        return violation.rule, violation.line
+    return log.torn
+
+
+def reader_torn_tail(path: Path) -> Any:
+    """The storage backend's own reader's torn tail, or the rule that refused the log."""
+    try:
+        reader = JsonlReader(path)
+        for _ in reader.records():
+            pass
+    except SpecViolation as violation:
+        return violation.rule, violation.line
+    return reader.torn
