@@ -160,14 +160,16 @@ def test_a_non_string_type_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     assert f"{path}:3: seq 1 SESSION-EVENT-ENVELOPE.2" in done.stdout
 
 
-def test_jobs_two_reports_what_jobs_one_reports(tmp_path: Path) -> None:
-    """`--jobs 2` (a second process surveys blocks) prints exactly what `--jobs 1` prints; other counts are refused."""
+def test_more_jobs_report_what_one_job_reports(tmp_path: Path) -> None:
+    """`--jobs 2` and `3` (provers survey blocks) print exactly what `--jobs 1` prints; 0 and non-numbers are refused."""
     events = demo_events()
     events[7]["data"]["message"]["content"][0]["toolCallId"] = "other"
     path = write_lines(tmp_path / "forged.jsonl", events * 40)  # many seq findings after the first copy
     one = sessionspec("check", "--jobs", "1", "--format", "json", str(path))
-    two = sessionspec("check", "--jobs", "2", "--format", "json", str(path))
-    assert one.returncode == two.returncode == 1
-    assert one.stdout == two.stdout and json.loads(one.stdout)["files"][0]["findings"]
-    refused = sessionspec("check", "--jobs", "3", str(path))
-    assert refused.returncode == 2 and "--jobs" in refused.stderr
+    assert one.returncode == 1 and json.loads(one.stdout)["files"][0]["findings"]
+    for jobs in ("2", "3"):
+        many = sessionspec("check", "--jobs", jobs, "--format", "json", str(path))
+        assert (many.returncode, many.stdout) == (one.returncode, one.stdout)
+    for bad in ("0", "x"):
+        refused = sessionspec("check", "--jobs", bad, str(path))
+        assert refused.returncode == 2 and "--jobs: not a number of processes" in refused.stderr

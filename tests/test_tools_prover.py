@@ -110,6 +110,28 @@ def test_the_prover_surveys_blocks_and_the_findings_are_the_same(tmp_path: Path)
 
 
 @pytest.mark.usefixtures("small_blocks")
+def test_several_provers_share_the_blocks_and_each_exits(tmp_path: Path) -> None:
+    """Three provers: each holds none of the others' pipes (else closing one would wait for ever), all are reaped."""
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    answers, spy = spy_answers()
+    def hung(signum: int, frame: Any) -> None:
+        raise TimeoutError("a prover never saw its request pipe close")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        with mock.patch.object(prover.Prover, "answer", spy):
+            assert outcome(path, jobs=4) == outcome(path, jobs=1)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len([a for a in answers if a]) >= 3
+    assert not prover.Prover._held
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.usefixtures("small_blocks")
 def test_a_prover_killed_part_way_leaves_the_findings_unchanged(tmp_path: Path) -> None:
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     answer = prover.Prover.answer
@@ -167,10 +189,13 @@ def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
         assert started == []
         with mock.patch.object(sources, "PARALLEL_BYTES", 0):
             check_path(str(path))
-        assert started == [False]
+        by_default = [False] * (min(prover.usable_cpus(), sources.DEFAULT_JOBS) - 1)
+        assert started == by_default
         check_path(str(path), jobs=1)
         check_path(str(path), strict=True, jobs=2)  # strict has no survey to share
-        assert started == [False]
+        assert started == by_default
+        check_path(str(path), jobs=3)
+        assert started == [*by_default, True, True]
 
 
 def test_no_prover_where_the_pipes_cannot_be_widened(tmp_path: Path) -> None:
@@ -210,9 +235,9 @@ def corrupt(text: bytes, how: str, at: int, byte: int) -> bytes:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(loop=agent_loops(max_turns=6, max_steps=3), how=CORRUPTIONS, at=st.integers(0, 10**6),
-       byte=st.sampled_from(b' "0:,{}[]\\x-9e'), block=st.sampled_from([256, 1024, 32 << 10]))
+       byte=st.sampled_from(b' "0:,{}[]\\x-9e'), block=st.sampled_from([256, 1024, 32 << 10]), jobs=st.sampled_from([2, 3]))
 def test_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover(
-        tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int) -> None:
+        tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int, jobs: int) -> None:
     """Generated agent loops (prunings, compactions, packed rows, request headers) stored as JSONL and corrupted once:
     the check with a prover, without one, and the exact checker over the storage reader report the same."""
     session = build(loop.requests, "live")
@@ -221,9 +246,9 @@ def test_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover
     path.write_bytes(corrupt(path.read_bytes(), how, at, byte))
     with mock.patch.object(sources, "BLOCK", block):
         alone = outcome(path, jobs=1)
-        assert outcome(path, jobs=2) == alone
+        assert outcome(path, jobs=jobs) == alone
         # The torn tail too, with the byte offset a repair would keep.
-        assert torn_tail(path, jobs=1) == torn_tail(path, jobs=2) == reader_torn_tail(path)
+        assert torn_tail(path, jobs=1) == torn_tail(path, jobs=jobs) == reader_torn_tail(path)
     assert [f[:3] for f in alone[0]] == reference_report(path, False)[0]
 
 

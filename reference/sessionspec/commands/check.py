@@ -23,10 +23,21 @@ def register(subparsers: Any) -> None:
                         help="also check the relational invariants and what a strict provider would refuse")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     parser.add_argument("--session", metavar="ID", help="the session to check, in a SQLite database of several")
-    parser.add_argument("--jobs", type=int, choices=(1, 2), default=None,
-                        help="processes for a JSONL log: 1 checks in this one alone; 2 has a second prove and "
-                             "survey every other block (default: 2 for logs of 4 MiB or more where two CPUs are usable)")
+    parser.add_argument("--jobs", type=jobs, default=None, metavar="N",
+                        help="processes for a JSONL log: 1 checks in this one alone; N > 1 has N - 1 more prove and "
+                             "survey blocks while this one folds them (default: one per usable CPU, at most 4, for "
+                             "logs of 4 MiB or more)")
     parser.set_defaults(handler=run)
+
+
+def jobs(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}")
+    return count
 
 
 def exit_code(reports: list[Report]) -> int:

@@ -447,8 +447,9 @@ def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id:
                jobs: int | None = None) -> Report:
     """Check one stored log end to end: header, every record, the torn tail; `tick(done, total)` reports progress.
 
-    `jobs`: 1 checks in this process alone; 2 has a second process prove and survey every
-    other block of a JSONL log; None (the default) does so for large logs where two CPUs are usable.
+    `jobs`: 1 checks in this process alone; N > 1 has N - 1 forked provers prove and survey
+    blocks of a JSONL log while this process folds them; None (the default) uses one process
+    per usable CPU, at most four, for logs of 4 MiB or more.
     """
     checker = Checker(path, strict=strict)
     fold = checker.fold

@@ -1,4 +1,4 @@
-"""A second process that proves and surveys blocks of a JSONL log while this one folds the block before.
+"""Processes that prove and survey blocks of a JSONL log while this one folds the blocks before.
 
 Why: proving a block canonical and surveying it (`sources._block`, `survey.survey`) is most of
 a check's work and needs no state, so on a machine with a core to spare it can run beside the
@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import BinaryIO, Final
+from typing import BinaryIO, ClassVar, Final
 
 _PIPE_BYTES: Final = 1 << 20
 """Room in each pipe for every answer the prover may owe: then it never blocks on a write.
@@ -101,11 +101,17 @@ def can_fork() -> bool:
 class Prover:
     """The parent's handle: `submit` blocks in order, read their `answer`s in the same order, then `close`."""
 
+    _held: ClassVar[set[int]] = set()
+    """The parent's ends of every open prover's pipes: a later prover closes them first thing, or an earlier
+    prover would never see its request pipe end (and the parent would wait for it forever)."""
+
     def __init__(self, pid: int, requests: int, replies: int) -> None:
         self.pid = pid
         self._requests = requests
         self._replies = replies
         self.alive = True
+        self.owed = 0
+        """Blocks submitted and not yet answered."""
 
     @classmethod
     def start(cls, work: Callable[[bytes], bytes], *, forced: bool = False) -> Prover | None:
@@ -129,8 +135,8 @@ class Prover:
             code = 0
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-                os.close(request_write)
-                os.close(reply_read)
+                for fd in (request_write, reply_read, *Prover._held):
+                    os.close(fd)
                 with open(request_read, "rb", buffering=_PIPE_BYTES) as requests:
                     _serve(requests, reply_write, work)
             except BaseException:
@@ -139,6 +145,7 @@ class Prover:
                 os._exit(code)
         os.close(request_read)
         os.close(reply_write)
+        Prover._held.update((request_write, reply_read))
         return cls(pid, request_write, reply_read)
 
     def submit(self, part: bytes) -> bool:
@@ -146,6 +153,7 @@ class Prover:
         if self.alive:
             try:
                 _write_all(self._requests, _framed(part))
+                self.owed += 1
             except OSError:
                 self.alive = False
         return self.alive
@@ -161,6 +169,7 @@ class Prover:
 
     def answer(self) -> bytes | None:
         """The answer to the oldest unanswered block; b"" if the prover declined it; None if the prover is gone."""
+        self.owed = max(self.owed - 1, 0)
         if not self.alive:
             return None
         try:
@@ -177,6 +186,7 @@ class Prover:
         if self._requests < 0:
             return
         self.alive = False
+        Prover._held.difference_update((self._requests, self._replies))
         with contextlib.suppress(OSError):
             os.close(self._requests)
         self._requests = -1

@@ -28,7 +28,7 @@ from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, Scanner, TornTail, refuse
 from sessionspec.storage.jsonl import read_header
-from sessionspec.tools.prover import Prover
+from sessionspec.tools.prover import Prover, usable_cpus
 from sessionspec.tools.survey import Run
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
@@ -106,8 +106,9 @@ def open_log(path: Path, session_id: str | None = None, *, survey: Survey | None
     """Open `path` with the backend that wrote it. Raises Unreadable, or SpecViolation for a bad header.
 
     For JSONL, a consumer that gives `survey` and `fold` takes whole runs of lines itself, and
-    only the lines in no run come out of `records()`; `jobs` (1, 2, or None for "2 where it
-    pays") says whether a second process surveys every other block (see tools/prover.py).
+    only the lines in no run come out of `records()`; `jobs` is how many processes share the
+    surveys (1: this one alone; None: one per usable CPU, up to DEFAULT_JOBS, for a large
+    log), the others forked as provers (see tools/prover.py).
     """
     fmt = detect(path)
     if fmt == "jsonl":
@@ -131,7 +132,24 @@ def _open_sqlite(path: Path, session_id: str | None) -> Log:
 
 
 PARALLEL_BYTES: Final = 4 << 20
-"""The size from which a second process pays for its fork (about a millisecond) when `jobs` is not given."""
+"""The size from which a prover pays for its fork (about a millisecond) when `jobs` is not given."""
+DEFAULT_JOBS: Final = 4
+"""Processes at most when `jobs` is not given: past a few, the fold in this process is the bound."""
+
+
+def _provers(survey: Survey | None, jobs: int | None, size: int) -> list[Prover]:
+    """The provers a check of a `size`-byte log gets: `jobs - 1` asked for, or by default one per usable CPU but
+    this process's (at most DEFAULT_JOBS - 1) for a log of PARALLEL_BYTES or more. None without a survey to share."""
+    if survey is None or jobs == 1 or (jobs is None and size < PARALLEL_BYTES):
+        return []
+    wanted = jobs - 1 if jobs is not None else min(usable_cpus(), DEFAULT_JOBS) - 1
+    provers: list[Prover] = []
+    for _ in range(wanted):
+        prover = Prover.start(lambda part: _answer(part, survey), forced=jobs is not None)
+        if prover is None:
+            break
+        provers.append(prover)
+    return provers
 
 
 def _open_jsonl(path: Path, session_id: str | None, survey: Survey | None, fold: Fold | None, jobs: int | None) -> Log:
@@ -146,17 +164,16 @@ def _open_jsonl(path: Path, session_id: str | None, survey: Survey | None, fold:
     state: dict[str, Any] = {"torn": None}
 
     def records() -> Iterator[tuple[int | None, Json]]:
-        wanted = survey is not None and fold is not None and (jobs == 2 or (jobs is None and size >= PARALLEL_BYTES))
-        prover = Prover.start(lambda part: _answer(part, survey), forced=jobs == 2) if wanted and survey else None
+        provers = _provers(survey if fold is not None else None, jobs, size)
         try:
             with stream:
                 tail: list[bytes] = []
-                blocks = _surveyed(_chunks(stream, tail), survey, prover)
+                blocks = _surveyed(_chunks(stream, tail), survey, provers)
                 line = yield from _jsonl_records(blocks, scanner, offset, fold)
                 # SESSION-TORN-TAIL.1: the final fragment of an interrupted write.
                 state["torn"] = scanner.finish(fragment_line=line + 1, fragment=True) if tail else scanner.finish()
         finally:
-            if prover is not None:
+            for prover in provers:
                 prover.close()
 
     return Log(path, "jsonl", header, records, lambda: state["torn"], lambda: (stream.tell() if not stream.closed else size, size))
@@ -337,73 +354,77 @@ def _received(part: bytes, answer: bytes) -> Surveyed:
     return total, runs
 
 
-AHEAD: Final = 8
-"""Blocks read ahead of the fold at most: memory stays a few hundred KiB."""
+AHEAD: Final = 4
+"""Blocks read ahead of the fold beyond those the provers hold: memory stays a few hundred KiB."""
 OWED: Final = 3
-"""Blocks the prover holds at a time: enough that it does not idle while this process surveys one."""
+"""Blocks a prover holds at a time: enough that it does not idle while this process surveys one."""
 
 
 def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
-              prover: Prover | None) -> Iterator[tuple[bytes | _Oversized, Surveyed]]:
-    """Each chunk in file order with its survey; with a prover, shared between it and this process.
+              provers: Sequence[Prover]) -> Iterator[tuple[bytes | _Oversized, Surveyed]]:
+    """Each chunk in file order with its survey; with provers, shared between them and this process.
 
-    The fold must go in file order; the survey need not. So the prover is kept holding OWED
-    blocks, and whenever the next block to fold is still with the prover, this process reads
-    a later block and surveys it itself instead of waiting. Neither side idles for long, and
-    the share each takes follows their speeds. An answer the prover does not give (it died,
-    declined, or sent what does not parse) is made here, from the same bytes.
+    The fold must go in file order; the survey need not. So each prover is kept holding OWED
+    blocks, and whenever the next block to fold is still with a prover, this process reads a
+    later block and surveys it itself instead of waiting. No side idles for long, and the share
+    each takes follows its speed. An answer a prover does not give (it died, declined, or sent
+    what does not parse) is made here, from the same bytes.
     """
-    if prover is None:
+    if not provers:
         for chunk in chunks:
             yield chunk, _here(chunk, survey) if isinstance(chunk, bytes) else None
         return
     queue: deque[list[Any]] = deque()
-    """[chunk, surveyed, where] in file order; where is "prover", "here" (not yet surveyed) or "done"."""
-    owed = 0
+    """[chunk, surveyed, prover] in file order; prover is the one that owes the survey, None once it is made or
+    where this process is to make it."""
+    limit = OWED * len(provers) + AHEAD
     more = True
 
-    def read(sent: bool) -> bool:
-        nonlocal more, owed
+    def read(prover: Prover | None) -> bool:
+        nonlocal more
         chunk = next(chunks, None)
         if chunk is None:
             more = False
             return False
         if not isinstance(chunk, bytes):
-            queue.append([chunk, None, "done"])
-        elif sent and prover.submit(chunk):
-            queue.append([chunk, None, "prover"])
-            owed += 1
+            queue.append([chunk, None, None])
         else:
-            queue.append([chunk, None, "here"])
+            queue.append([chunk, _NOT_YET, prover if prover is not None and prover.submit(chunk) else None])
         return True
 
     while True:
-        while more and owed < OWED and len(queue) < AHEAD and prover.alive and read(True):
-            pass
-        if not queue and not (more and read(False)):
+        while more and len(queue) < limit:
+            idle = min((p for p in provers if p.alive), key=lambda p: p.owed, default=None)
+            if idle is None or idle.owed >= OWED or not read(idle):
+                break
+        if not queue and not (more and read(None)):
             return
         head = queue[0]
-        if head[2] == "prover" and not prover.ready():
+        owing: Prover | None = head[2]
+        if owing is not None and not owing.ready():
             # Survey a later block here rather than wait for the prover.
-            spare = next((entry for entry in queue if entry[2] == "here"), None)
-            if spare is None and more and len(queue) < AHEAD and read(False):
-                spare = queue[-1] if queue[-1][2] == "here" else None
+            spare = next((entry for entry in queue if entry[1] is _NOT_YET and entry[2] is None), None)
+            if spare is None and more and len(queue) < limit and read(None):
+                spare = queue[-1] if queue[-1][1] is _NOT_YET and queue[-1][2] is None else None
             if spare is not None:
-                spare[1], spare[2] = _here(spare[0], survey), "done"
+                spare[1] = _here(spare[0], survey)
                 continue
-        if head[2] == "prover":
-            answer = prover.answer()
-            owed -= 1
+        if owing is not None:
+            answer = owing.answer()
             surveyed: Surveyed = None
             try:
                 surveyed = _received(head[0], answer) if answer else _here(head[0], survey)
             except (_DECODE_ERROR, TypeError, ValueError, IndexError):
                 surveyed = _here(head[0], survey)
-            head[1], head[2] = surveyed, "done"
-        elif head[2] == "here":
-            head[1], head[2] = _here(head[0], survey), "done"
+            head[1], head[2] = surveyed, None
+        elif head[1] is _NOT_YET:
+            head[1] = _here(head[0], survey)
         queue.popleft()
         yield head[0], head[1]
+
+
+_NOT_YET: Final = object()
+"""A queued block's survey before anyone has made it."""
 
 
 class _Lines:
