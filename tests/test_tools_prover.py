@@ -272,3 +272,32 @@ def reader_torn_tail(path: Path) -> Any:
     except SpecViolation as violation:
         return violation.rule, violation.line
     return reader.torn
+
+
+def test_read_ahead_is_bounded_in_bytes_with_long_lines() -> None:
+    """Blocks of one long line each: the provers' queue holds at most AHEAD_BYTES of them, not a block count's worth."""
+    line = b'{"type":"x","seq":%d,"time":1,"ignorable":true,"data":"' + b"y" * (1 << 18) + b'"}'
+    blocks = [line % seq for seq in range(40)]
+    pulled: list[int] = []
+
+    def chunks() -> Iterator[bytes]:
+        for block in blocks:
+            pulled.append(len(block))
+            yield block
+
+    checker = Checker("x")
+    provers = [p for p in (prover.Prover.start(lambda part: sources._answer(part, checker.survey), forced=True)
+                           for _ in range(2)) if p is not None]
+    ahead: list[int] = []
+    try:
+        with mock.patch.object(sources, "AHEAD_BYTES", 1 << 20):
+            for done, (block, surveyed) in enumerate(sources._surveyed(chunks(), checker.survey, provers), 1):
+                assert block == blocks[done - 1] and surveyed is not None
+                ahead.append(sum(pulled) - sum(map(len, blocks[:done])))
+    finally:
+        for helper in provers:
+            helper.close()
+    assert len(provers) == 2 and len(ahead) == len(blocks)
+    # At most AHEAD_BYTES in the queue when another is read, so less than that plus one block; a count of
+    # blocks alone (OWED * 2 + AHEAD = 10) would allow 2.5 MiB.
+    assert max(ahead) < (1 << 20) + len(blocks[0]), max(ahead)

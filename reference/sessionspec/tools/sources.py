@@ -355,7 +355,10 @@ def _received(part: bytes, answer: bytes) -> Surveyed:
 
 
 AHEAD: Final = 4
-"""Blocks read ahead of the fold beyond those the provers hold: memory stays a few hundred KiB."""
+"""Blocks read ahead of the fold beyond those the provers hold."""
+AHEAD_BYTES: Final = 8 << 20
+"""... and bytes read ahead at most, whatever the blocks (a block of one long line can be 64 MiB): memory stays
+bounded by this and the longest record, as it is without provers."""
 OWED: Final = 3
 """Blocks a prover holds at a time: enough that it does not idle while this process surveys one."""
 
@@ -375,10 +378,14 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
             yield chunk, _here(chunk, survey) if isinstance(chunk, bytes) else None
         return
     queue: deque[list[Any]] = deque()
-    """[chunk, surveyed, prover] in file order; prover is the one that owes the survey, None once it is made or
-    where this process is to make it."""
+    """[chunk, surveyed, prover, bytes] in file order; prover is the one that owes the survey, None once it is made
+    or where this process is to make it."""
     limit = OWED * len(provers) + AHEAD
     more = True
+
+    def room() -> bool:
+        """Whether another block may be read ahead (the head of the queue always may be)."""
+        return more and (not queue or (len(queue) < limit and sum(entry[3] for entry in queue) < AHEAD_BYTES))
 
     def read(prover: Prover | None) -> bool:
         nonlocal more
@@ -387,24 +394,24 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
             more = False
             return False
         if not isinstance(chunk, bytes):
-            queue.append([chunk, None, None])
+            queue.append([chunk, None, None, len(chunk.head)])
         else:
-            queue.append([chunk, _NOT_YET, prover if prover is not None and prover.submit(chunk) else None])
+            queue.append([chunk, _NOT_YET, prover if prover is not None and prover.submit(chunk) else None, len(chunk)])
         return True
 
     while True:
-        while more and len(queue) < limit:
+        while room():
             idle = min((p for p in provers if p.alive), key=lambda p: p.owed, default=None)
             if idle is None or idle.owed >= OWED or not read(idle):
                 break
-        if not queue and not (more and read(None)):
+        if not queue and not (room() and read(None)):
             return
         head = queue[0]
         owing: Prover | None = head[2]
         if owing is not None and not owing.ready():
             # Survey a later block here rather than wait for the prover.
             spare = next((entry for entry in queue if entry[1] is _NOT_YET and entry[2] is None), None)
-            if spare is None and more and len(queue) < limit and read(None):
+            if spare is None and room() and read(None):
                 spare = queue[-1] if queue[-1][1] is _NOT_YET and queue[-1][2] is None else None
             if spare is not None:
                 spare[1] = _here(spare[0], survey)
