@@ -382,13 +382,15 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
     or where this process is to make it."""
     limit = OWED * len(provers) + AHEAD
     more = True
+    held = 0
+    """Bytes in the queue."""
 
     def room() -> bool:
         """Whether another block may be read ahead (the head of the queue always may be)."""
-        return more and (not queue or (len(queue) < limit and sum(entry[3] for entry in queue) < AHEAD_BYTES))
+        return more and (not queue or (len(queue) < limit and held < AHEAD_BYTES))
 
     def read(prover: Prover | None) -> bool:
-        nonlocal more
+        nonlocal more, held
         chunk = next(chunks, None)
         if chunk is None:
             more = False
@@ -397,6 +399,7 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
             queue.append([chunk, None, None, len(chunk.head)])
         else:
             queue.append([chunk, _NOT_YET, prover if prover is not None and prover.submit(chunk) else None, len(chunk)])
+        held += queue[-1][3]
         return True
 
     while True:
@@ -427,6 +430,7 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
         elif head[1] is _NOT_YET:
             head[1] = _here(head[0], survey)
         queue.popleft()
+        held -= head[3]
         yield head[0], head[1]
 
 
