@@ -232,14 +232,30 @@ def corrupt(text: bytes, how: str, at: int, byte: int) -> bytes:
     return out[: len(head) + 1 + at % max(len(out) - len(head) - 1, 1)] if how == "cut" else out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
-@given(loop=agent_loops(max_turns=6, max_steps=3), how=CORRUPTIONS, at=st.integers(0, 10**6),
-       byte=st.sampled_from(b' "0:,{}[]\\x-9e'), block=st.sampled_from([256, 1024, 32 << 10]), jobs=st.sampled_from([2, 3]))
+CORRUPTED = {"how": CORRUPTIONS, "at": st.integers(0, 10**6), "byte": st.sampled_from(b' "0:,{}[]\\x-9e'),
+             "block": st.sampled_from([256, 1024, 32 << 10]), "jobs": st.sampled_from([2, 3])}
+SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW_OK)
+@given(loop=agent_loops(max_turns=6, max_steps=3), **CORRUPTED)
 def test_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover(
         tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int, jobs: int) -> None:
     """Generated agent loops (prunings, compactions, packed rows, request headers) stored as JSONL and corrupted once:
-    the check with a prover, without one, and the exact checker over the storage reader report the same."""
+    the check with provers, without, and the exact checker over the storage reader report the same."""
+    check_corrupted(tmp_path, loop, how, at, byte, block, jobs)
+
+
+@pytest.mark.nightly
+@settings(max_examples=2000, deadline=None, suppress_health_check=SLOW_OK)
+@given(loop=agent_loops(max_turns=30, max_steps=4, max_calls=3), **CORRUPTED)
+def test_long_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover(
+        tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int, jobs: int) -> None:
+    """The nightly form: longer loops (more blocks, more replaces in flight), many more examples."""
+    check_corrupted(tmp_path, loop, how, at, byte, block, jobs)
+
+
+def check_corrupted(tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int, jobs: int) -> None:
     session = build(loop.requests, "live")
     path = tmp_path / f"{len(os.listdir(tmp_path))}.jsonl"
     storage.save(path, session.header, session.events)
