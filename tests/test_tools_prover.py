@@ -317,3 +317,21 @@ def test_read_ahead_is_bounded_in_bytes_with_long_lines() -> None:
     # At most AHEAD_BYTES in the queue when another is read, so less than that plus one block; a count of
     # blocks alone (OWED * 2 + AHEAD = 10) would allow 2.5 MiB.
     assert max(ahead) < (1 << 20) + len(blocks[0]), max(ahead)
+
+
+def test_when_no_more_provers_can_start_the_check_goes_on_with_those_it_has(tmp_path: Path) -> None:
+    """Out of file descriptors after one prover: the check runs with that one, and the findings are the same."""
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    pipe = os.pipe
+    made: list[int] = []
+
+    def scarce() -> tuple[int, int]:
+        made.append(1)
+        if len(made) > 2:
+            raise OSError(24, "Too many open files")
+        return pipe()
+
+    before = set(os.listdir("/proc/self/fd"))
+    with mock.patch.object(os, "pipe", scarce):
+        assert outcome(path, jobs=8) == outcome(path, jobs=1)
+    assert len(made) == 3 and set(os.listdir("/proc/self/fd")) == before

@@ -118,8 +118,16 @@ class Prover:
         """A prover running `work`, or None where none should be forked (see the module docstring)."""
         if not can_fork() or (not forced and usable_cpus() < 2):
             return None
-        request_read, request_write = os.pipe()
-        reply_read, reply_write = os.pipe()
+        try:
+            request_read, request_write = os.pipe()
+        except OSError:  # out of file descriptors, say
+            return None
+        try:
+            reply_read, reply_write = os.pipe()
+        except OSError:
+            os.close(request_read)
+            os.close(request_write)
+            return None
         pipes = (request_read, request_write, reply_read, reply_write)
         if not all(_widened(fd) for fd in (request_write, reply_write)):
             for fd in pipes:

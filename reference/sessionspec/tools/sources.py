@@ -144,11 +144,16 @@ def _provers(survey: Survey | None, jobs: int | None, size: int) -> list[Prover]
         return []
     wanted = jobs - 1 if jobs is not None else min(usable_cpus(), DEFAULT_JOBS) - 1
     provers: list[Prover] = []
-    for _ in range(wanted):
-        prover = Prover.start(lambda part: _answer(part, survey), forced=jobs is not None)
-        if prover is None:
-            break
-        provers.append(prover)
+    try:
+        for _ in range(wanted):
+            prover = Prover.start(lambda part: _answer(part, survey), forced=jobs is not None)
+            if prover is None:
+                break  # what could be started is enough: the rest of the work is done here
+            provers.append(prover)
+    except BaseException:
+        for prover in provers:
+            prover.close()
+        raise
     return provers
 
 
