@@ -113,6 +113,17 @@ def test_repair_lists_the_closers_of_an_interrupted_turn(tmp_path: Path) -> None
     assert plan["closers"][0]["data"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_repair_plans_the_same_with_the_live_and_the_reference_implementation(tmp_path: Path, fmt: str) -> None:
+    """`--impl live` (the default: seconds for 80,000 events) and `--impl model` (the reference: O(N^2)) agree."""
+    path = write(tmp_path / f"crashed.{fmt}", demo_events()[:6])
+    plans = {impl: sessionspec("repair", "--format", "json", "--impl", impl, str(path)) for impl in ("live", "model")}
+    assert plans["live"].returncode == plans["model"].returncode == 0
+    assert plans["live"].stdout == plans["model"].stdout == sessionspec("repair", "--format", "json", str(path)).stdout
+    assert json.loads(plans["live"].stdout)["needsRepair"] is True
+    assert sessionspec("repair", "--impl", "other", str(path)).returncode == 2
+
+
 def test_unreadable_paths_exit_2(tmp_path: Path) -> None:
     (tmp_path / "noise.bin").write_bytes(b"\x00\x01 not a log")
     good = write(tmp_path / "good.jsonl", demo_events())

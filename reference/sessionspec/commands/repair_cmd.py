@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--write", action="store_true", help="commit the repair durably")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     parser.add_argument("--session", metavar="ID", help="the session to repair, in a SQLite database of several")
+    parser.add_argument("--impl", choices=("live", "model"), default="live",
+                        help="the implementation whose seeding validates the log (default: live, the incremental one; "
+                             "model, the reference, refolds the log at every event: minutes for 10,000 events)")
     parser.set_defaults(handler=run)
 
 
@@ -66,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         detect(path)
-        result = storage.load(path, session_id=args.session)
+        result = storage.load(path, session_id=args.session, impl=args.impl)
         if args.write and result.needs_repair:
             # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
-            storage.repair(path, session_id=args.session, plan=result)
+            storage.repair(path, session_id=args.session, impl=args.impl, plan=result)
     except Unreadable as error:
         print(f"{path}: unreadable: {error}", file=sys.stderr)
         return 2
