@@ -199,7 +199,7 @@ def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monk
         return result
 
     monkeypatch.setattr(storage, "load", load_then_another_writer_appends)
-    args = argparse.Namespace(path=str(path), write=True, format="text", session=None)
+    args = argparse.Namespace(path=str(path), write=True, format="text", session=None, impl="live")
     assert repair_cmd.run(args) == 1
     monkeypatch.setattr(storage, "load", real_load)
     error = capsys.readouterr().err
