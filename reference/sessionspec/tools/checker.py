@@ -14,9 +14,9 @@ decides every finding.
 
 For a JSONL log the fast path comes in two halves (tools/survey.py): `survey` judges a whole
 parsed block with no state, and `fold` applies what it found to the surface, in log order. The
-survey may run in a second process (tools/prover.py), so a check on two cores does it for
-every other block while this one folds; `_fast` is the same predicate, record by record, for
-every other backend and for the lines a survey leaves out.
+survey may run in forked provers (tools/prover.py), which share the blocks with this process
+while it folds; `_fast` is the same predicate, record by record, for every other backend and
+for the lines a survey leaves out.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ answer is taken as a function call's would be. What is not assumed is that it li
 dies, declines (an empty answer, when `work` raised) or a pipe breaks, `submit` and `answer`
 say so and the caller does the work itself from the same bytes, so the findings never depend
 on the prover. It is forked only where that is safe (Linux, one thread, two usable CPUs or
-when asked, pipes wide enough that neither side can block the other), ignores SIGINT (an interrupt is the parent's to handle), and exits when its
-request pipe closes: when this process closes it, or dies.
+when asked, pipes wide enough that neither side can block the other), ignores SIGINT (an
+interrupt is the parent's to handle), and exits when its request pipe closes: when this
+process closes it, or dies.
 """
 
 from __future__ import annotations

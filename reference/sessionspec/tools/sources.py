@@ -8,8 +8,8 @@ for the value orjson read (so no duplicate key, no -0, no 1E5, no integer beyond
 hide in it; see `_block`). A proved block is surveyed (tools/survey.py) and its runs are folded
 into the consumer's state whole; every other line is parsed by the lossless parser, which names
 the rule it breaks. The torn tail is decided by the backends' `Scanner`, fed the same records.
-On a machine with a core to spare, every other block is proved and surveyed by a second process
-(tools/prover.py) while this one folds the block before.
+On a machine with cores to spare, forked provers (tools/prover.py) prove and survey blocks
+ahead while this process folds them in order, surveying one itself whenever it would wait.
 """
 
 from __future__ import annotations
@@ -244,11 +244,15 @@ def _block(part: bytes) -> list[Any] | None:
     return values if sum(map(len, wrapped)) == lines else None
 
 
-@dataclass(frozen=True, slots=True)
 class _Oversized:
-    """A record longer than MAX_RECORD_BYTES, read no further than one byte past the bound; the log's end for a reader."""
+    """Where `_chunks` met a record longer than MAX_RECORD_BYTES: the log's end for a reader, which refuses it there.
 
-    head: bytes
+    Nothing of the record is kept: the rule needs only its line, and holding up to 64 MiB of it
+    in a read-ahead queue would be the memory the bound exists to save.
+    """
+
+
+_OVERSIZED: Final = _Oversized()
 
 
 def _chunks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | _Oversized]:
@@ -269,7 +273,7 @@ def _chunks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | _Oversized]
             ended = data.endswith(b"\n")
             if len(data) - ended > MAX_RECORD_BYTES:
                 # SESSION-STORAGE-RECORD.1: refused with no more of it read.
-                yield _Oversized(data)
+                yield _OVERSIZED
                 return
             if not ended:
                 carry = data
@@ -401,7 +405,7 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
             more = False
             return False
         if not isinstance(chunk, bytes):
-            queue.append([chunk, None, None, len(chunk.head)])
+            queue.append([chunk, None, None, 0])
         else:
             queue.append([chunk, _NOT_YET, prover if prover is not None and prover.submit(chunk) else None, len(chunk)])
         held += queue[-1][3]
