@@ -3,7 +3,7 @@
 
 The issue's bar: check reaches at least half the rate of orjson.loads, measured in one run.
 Timed: a bare `orjson.loads` of every line; `check` as it runs by default on such a log (one
-process per usable CPU, up to four: forked provers survey blocks while the first folds them);
+process per usable CPU, up to four: forked surveyors survey blocks while the first folds them);
 `check --jobs 1` (one process);
 optionally the block parse alone and `check --strict`. Each by the wall clock and by CPU time.
 Given a log, it is measured as is; without one, `sessionspec bench --turns N --save` writes one
@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from sessionspec.logcheck import reader as sources
+from sessionspec.logcheck import workers as surveyor
+from sessionspec.logcheck.checker import check_path
 from sessionspec.storage.jsonl import JsonlWriter
-from sessionspec.tools import prover, sources
-from sessionspec.tools.checker import check_path
 
 WORKLOAD = Path("/work/shared/bench/workload.py")
 
@@ -63,7 +64,7 @@ def workload_log(directory: Path, turns: int) -> Path:
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and of its reaped children (the prover is reaped when a check ends)."""
+    """CPU time of this process and of its reaped children (the surveyor is reaped when a check ends)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -155,9 +156,9 @@ def main() -> None:
             within = ratios(rates[name], rates["orjson.loads"])
             print(f"{name:<20} {rate.wall:>15,.0f} {rate.wall / raw.wall:>6.2f} {rate.cpu:>15,.0f} {rate.cpu / raw.cpu:>6.2f}"
                   f"   {within[0]:.2f} {statistics.median(within):.2f} {within[-1]:.2f}")
-        processes = min(prover.usable_cpus(), sources.DEFAULT_JOBS) if path.stat().st_size >= sources.PARALLEL_BYTES else 1
+        processes = min(surveyor.usable_cpus(), sources.DEFAULT_JOBS) if path.stat().st_size >= sources.PARALLEL_BYTES else 1
         print(f"bar: check at 0.50 of orjson.loads by the wall clock; `check` ran as {processes} process(es) "
-              f"on {prover.usable_cpus()} usable CPU(s)")
+              f"on {surveyor.usable_cpus()} usable CPU(s)")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from sessionspec import live, model
-from sessionspec.commands.bench import CLOCK_START, generate, parse
+from sessionspec.cli.bench import CLOCK_START, generate, parse
 
 EVENTS_PER_TURN = 39
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import icontract
 import sessionspec.live
 from sessionspec import model
-from sessionspec.explore import Step, View, append, create, observe, steps
+from sessionspec.testing.explore import Step, View, append, create, observe, steps
 
 
 def _pick(session: object, op: int) -> Step:

@@ -182,7 +182,7 @@ def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monk
     import argparse
 
     from sessionspec import storage
-    from sessionspec.commands import repair_cmd
+    from sessionspec.cli import repair as repair_cmd
     from sessionspec.storage.jsonl import JsonlWriter
 
     path = tmp_path / "open.jsonl"

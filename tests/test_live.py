@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sessionspec import cli, live, livesurface, model
+from sessionspec import cli, live, model
 from sessionspec.envelope import Event
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot, thaw
-from sessionspec.livecheck import new_event, owned
+from sessionspec.live import surface as livesurface
+from sessionspec.live.fastpath import new_event, owned
 
 SOURCE = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
 

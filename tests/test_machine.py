@@ -5,9 +5,9 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sessionspec import impls
 from sessionspec.invariants import Companion
 from sessionspec.repair import closers
+from sessionspec.testing import implementations as impls
 from sessionspec.testing import loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.machine import make_companion_machine, make_machine

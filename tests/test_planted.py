@@ -9,7 +9,7 @@ reported are what the capped shrink reached.
 import pytest
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
-from sessionspec import impls
+from sessionspec.testing import implementations as impls
 from sessionspec.testing import planted, profiles
 from sessionspec.testing.machine import make_machine
 

@@ -16,8 +16,13 @@ from typing import Any
 
 import icontract
 import pytest
-from sessionspec import cli, impls, model, proving
-from sessionspec.explore import (
+from sessionspec import cli, model
+from sessionspec.jsonvalue import FrozenList
+from sessionspec.live import Session as LiveSession
+from sessionspec.surface import Surface
+from sessionspec.testing import crosshair as proving
+from sessionspec.testing import implementations as impls
+from sessionspec.testing.explore import (
     ALPHABETS,
     Explorer,
     NestedAppend,
@@ -30,9 +35,6 @@ from sessionspec.explore import (
     steps,
     to_itf,
 )
-from sessionspec.jsonvalue import FrozenList
-from sessionspec.live import Session as LiveSession
-from sessionspec.surface import Surface
 
 with contextlib.suppress(ImportError):
     import sessionspec.testing.planted  # noqa: F401  (registers the planted:<name> implementations)

@@ -1,6 +1,6 @@
 """The README's main job runs, and its session is the one the spec describes."""
 
-from sessionspec.commands.demo import example_session
+from sessionspec.cli.demo import example_session
 
 
 def test_demo_session_has_a_compaction_and_a_pruning() -> None:

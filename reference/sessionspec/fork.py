@@ -8,14 +8,13 @@ repair honestly, so it is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
-from sessionspec import impls
 from sessionspec.envelope import SESSION_FORMAT_VERSION
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.impls import SessionFactory
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
-from sessionspec.model import Clock, wall_clock
+from sessionspec.model import Clock, Session, wall_clock
 from sessionspec.rules import define
 
 INVALID_BOUNDARY: Final = "INVALID_BOUNDARY"
@@ -81,7 +80,7 @@ def fork(
     boundary: Json = None,
     *,
     child_id: str | None = None,
-    factory: SessionFactory | None = None,
+    factory: Callable[..., Any] | None = None,
     clock: Clock | None = None,
 ) -> Any:
     """SESSION-FORK: a new session whose seed is `source`'s events through seq `boundary` (default: the last).
@@ -106,5 +105,5 @@ def fork(
         header["cwd"] = source.header["cwd"]
     header["parentSession"] = sid
     header["seedLength"] = len(seed)
-    create = factory or impls.factory("model")
+    create = factory or Session.create
     return create(child, seed=seed, header=header, clock=clock)

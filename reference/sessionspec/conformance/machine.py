@@ -18,10 +18,10 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from sessionspec import impls
 from sessionspec.conformance.client import Connection, TesteeFailure
 from sessionspec.conformance.compare import differences, op_of, skipped
 from sessionspec.conformance.protocol import Answer, Testee, dumps
+from sessionspec.testing import implementations as impls
 from sessionspec.testing import strategies as ss
 
 

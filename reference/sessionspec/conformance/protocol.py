@@ -3,7 +3,7 @@
 The protocol is the one thing another implementation codes against, so it is small and closed:
 a JSON object per line, an `op` naming one of six operations, and an answer that is either
 `{"ok": true, ...}` or `{"ok": false, "error": {kind, message, rule}}`. `Testee` is the
-protocol's semantics over any implementation from `sessionspec.impls`; the testee process and the
+protocol's semantics over any implementation from `sessionspec.testing.implementations`; the testee process and the
 runner's oracle both use it, so the reference answers are, by construction, what the spec says.
 """
 

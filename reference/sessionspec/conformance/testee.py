@@ -1,4 +1,4 @@
-"""The testee: SCP v0 over stdin/stdout for any implementation in `sessionspec.impls`.
+"""The testee: SCP v0 over stdin/stdout for any implementation in `sessionspec.testing.implementations`.
 
 One answer per request line, in order, flushed at once (the runner waits for each); EOF ends it.
 Nothing a line contains can end the loop early: a bad line is an answer, not a crash, because
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from sessionspec import impls
 from sessionspec.conformance.protocol import Testee
+from sessionspec.testing import implementations as impls
 
 
 def testee_for(name: str) -> Testee:

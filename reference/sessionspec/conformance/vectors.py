@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from sessionspec import impls
 from sessionspec.conformance.cases import Case, cases
 from sessionspec.conformance.protocol import Testee, dumps
 from sessionspec.errors import Kind
+from sessionspec.testing import implementations as impls
 
 FORMAT: Final = "sessionspec-vector/1"
 DEFAULT_DIR: Final = Path(__file__).resolve().parents[3] / "spec" / "vectors"

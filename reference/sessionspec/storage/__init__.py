@@ -19,41 +19,21 @@ from typing import Any
 from sessionspec.catalog import CATALOGS, DEFAULT_CATALOG, Catalog
 from sessionspec.envelope import Event
 from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult, TornTail, finish_load, gate_events
 from sessionspec.storage.jsonl import JsonlReader, JsonlWriter
 from sessionspec.storage.layout import encode_segment, project_key, session_path
 from sessionspec.storage.legacy import LegacyUpgrade
-from sessionspec.storage.sqlite import SQLITE_MAGIC, SqliteReader, SqliteWriter
-from sessionspec.storage.zstdlog import MAGIC, ZstdReader, ZstdWriter
+from sessionspec.storage.sqlite import SqliteReader, SqliteWriter
+from sessionspec.storage.zstdlog import ZstdReader, ZstdWriter
 
 Reader = JsonlReader | ZstdReader | SqliteReader
 Writer = JsonlWriter | ZstdWriter | SqliteWriter
 
 __all__ = [
-    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "detect", "encode_segment", "load", "open_log", "project_key",
+    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "Unreadable", "detect", "encode_segment", "load", "open_log", "project_key",
     "repair", "save", "session_path", "stream",
 ]
-
-
-def detect(path: Path | str) -> str:
-    """`jsonl`, `jsonl.zstd` or `sqlite`, by suffix, else by magic bytes (JSONL when neither)."""
-    name = Path(path).name.lower()
-    if name.endswith(".jsonl"):
-        return "jsonl"
-    if name.endswith((".jsonl.zstd", ".zst", ".zstd")):
-        return "jsonl.zstd"
-    if name.endswith((".sqlite", ".sqlite3", ".db")):
-        return "sqlite"
-    try:
-        with open(path, "rb") as stream:
-            magic = stream.read(16)
-    except FileNotFoundError:
-        return "jsonl"
-    if magic.startswith(MAGIC):
-        return "jsonl.zstd"
-    if magic == SQLITE_MAGIC:
-        return "sqlite"
-    return "jsonl"
 
 
 def _catalog(catalog: Catalog | str | None) -> Catalog:
@@ -75,7 +55,7 @@ def load(path: Path | str, *, catalog: Catalog | str | None = None, session_id: 
          impl: str = "model") -> LoadResult:
     """The load gate over a stored log (spec/07-persistence.md); commits nothing.
 
-    `impl` names the implementation whose seeding validates the whole log (sessionspec.impls).
+    `impl` names the implementation whose seeding validates the whole log (sessionspec.testing.implementations).
     """
     reader = _reader(Path(path), session_id)
     upgrades: list[LegacyUpgrade] = []
@@ -109,7 +89,7 @@ def _writer_class(fmt: str) -> Any:
 def save(path: Path | str, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (), *,
          packed: bool = True, format: str | None = None) -> Log:
     """Write a new log (or, in SQLite, a new session) in the format the path names; never overwrites."""
-    fmt = format or detect(path)
+    fmt = format or detect(path, existing=False)
     writer = _writer_class(fmt).create(Path(path), header, events, packed=packed)
     return Log(Path(path), fmt, writer)
 

@@ -10,15 +10,16 @@ stored (no end-seed marker: resuming adds it through seeding, never loading).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sessionspec import live, model
 from sessionspec.catalog import DEFAULT_CATALOG, Catalog
 from sessionspec.envelope import Event, parse_event, validate_header
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
+from sessionspec.repair import closers as repair_closers
 from sessionspec.rules import define
 from sessionspec.storage.chunkrows import decode
 from sessionspec.storage.legacy import LegacyUpgrade, Upgrader
@@ -69,7 +70,6 @@ class LoadResult:
     closers: FrozenList
     torn: TornTail | None
     upgrades: tuple[LegacyUpgrade, ...]
-    closers_available: bool = True
     recovered: int = 0
     """Events recovered from a torn final zstd frame (present in `events`, rewritten by repair)."""
     revision: tuple[int, ...] = ()
@@ -81,9 +81,7 @@ class LoadResult:
 
     def resume(self, **options: Any) -> Any:
         """A model Session seeded with the log and its closers: seeding adds the end-seed marker."""
-        from sessionspec.model import Session
-
-        return Session.create(self.header["id"], seed=[*self.events, *self.closers], header=self.header, **options)
+        return model.Session.create(self.header["id"], seed=[*self.events, *self.closers], header=self.header, **options)
 
 
 def located(violation: SpecViolation, path: str, *, line: int | None = None, seq: int | None = None) -> SpecViolation:
@@ -266,16 +264,13 @@ def check_known(event: Event, catalog: Catalog, session_id: str, path: str, line
                      f"by a newer harness", line=line, seq=event.seq)
 
 
-def closers_for(events: list[Event]) -> tuple[list[Event], bool]:
-    """SESSION-STORAGE-LOAD.2: the repair closers of an open tail turn (sessionspec.repair), if available."""
-    try:
-        repair: Any = importlib.import_module("sessionspec.repair")
-    except ImportError:
-        return [], False
-    produce: Any = getattr(repair, "closers", None)
-    if produce is None:
-        return [], False
-    return [parse_event(c, c.seq if isinstance(c, Event) else c["seq"]) for c in produce(events)], True
+IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {"model": model.Session.create, "live": live.Session.create}
+"""What validates a loaded log by seeding: the reference by default, `live` for speed on large logs."""
+
+
+def closers_for(events: list[Event]) -> list[Event]:
+    """SESSION-STORAGE-LOAD.2: the repair closers of an open tail turn (sessionspec.repair)."""
+    return repair_closers(events)
 
 
 def finish_load(
@@ -292,11 +287,9 @@ def finish_load(
     impl: str = "model",
 ) -> LoadResult:
     """Seed validation of the whole log (and its closers) by `impl`; no marker (SESSION-STORAGE-LOAD.1)."""
-    from sessionspec import impls
-
-    closers, available = closers_for(events)
+    closers = closers_for(events)
     try:
-        session = impls.factory(impl)(header["id"], seed=[*events, *closers], header=header, clock=lambda: 0)
+        session = IMPLEMENTATIONS[impl](header["id"], seed=[*events, *closers], header=header, clock=lambda: 0)
     except SpecViolation as violation:
         index = violation.index
         line = lines[index] if index is not None and index < len(lines) else None
@@ -304,4 +297,4 @@ def finish_load(
     stored = session.events[: len(events)]
     # SESSION-STORAGE-LOAD.1: the marker belongs to a resumed session, never to the stored log.
     return LoadResult(path, fmt, header, FrozenList(stored), FrozenList(session.events[len(events): len(events) + len(closers)]),
-                      torn, tuple(upgrades), available, recovered, revision)
+                      torn, tuple(upgrades), recovered, revision)

@@ -21,6 +21,7 @@ from sessionspec.envelope import HEADER_KEYS, Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, is_nonneg_safe_int, thaw
 from sessionspec.rules import define
+from sessionspec.storage import formats
 from sessionspec.storage.chunkrows import ROW_TAGS, check_storable, pack
 from sessionspec.storage.durable import PUBLISH, STALE
 from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, Scanner, TornTail, header_from_record, refuse
@@ -58,7 +59,7 @@ COLUMNS = {
 HEADER_COLUMNS = {"version": "version", "id": "id", "createdAt": "created_at", "cwd": "cwd",
                   "parentSession": "parent_session", "seedLength": "seed_length", "origin": "origin",
                   "delegationDepth": "delegation_depth", "agentPreset": "agent_preset"}
-SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_MAGIC = formats.SQLITE_MAGIC
 
 
 # --- the varint BLOB ------------------------------------------------------------------------------

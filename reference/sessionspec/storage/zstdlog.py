@@ -28,6 +28,7 @@ from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.rules import define
 from sessionspec.storage import durable, gate
+from sessionspec.storage.formats import ZSTD_MAGIC
 from sessionspec.storage.gate import Scanner, TornTail, header_from_record, located, refuse
 from sessionspec.storage.jsonl import FileReader, JsonlWriter
 from sessionspec.storage.losslessparse import parse
@@ -39,7 +40,7 @@ COMPLETE_FRAME = define("SESSION-ZSTD-FRAMES.3", Kind.ENVELOPE,
 TORN_FRAME = define("SESSION-ZSTD-FRAMES.4", Kind.INTERNAL,
                     "a torn final frame's complete records are recovered; repair rewrites them, with the closers, as one frame")
 
-MAGIC = b"\x28\xb5\x2f\xfd"
+MAGIC = ZSTD_MAGIC
 LEVEL = 3
 PLAIN_BUFFER = 4 << 20
 """A frame whose plaintext fits is decoded once and kept for splitting; a larger one is decoded twice."""

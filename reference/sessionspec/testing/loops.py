@@ -24,7 +24,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from sessionspec import impls
 from sessionspec.invariants import (
     IN_OPEN_STEP,
     RESULT_HAS_CALL,
@@ -38,6 +37,7 @@ from sessionspec.invariants import (
     TURN_NOT_OPEN,
     TURN_NUMBERED,
 )
+from sessionspec.testing import implementations as impls
 
 Request = dict[str, Any]
 PROVIDER = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from sessionspec import impls, storage
+from sessionspec import storage
 from sessionspec.catalog import DEFAULT_CATALOG, END_SEED, SURFACE_TYPES, TOOL_RESULT
 from sessionspec.envelope import APPEND
 from sessionspec.errors import SpecViolation
@@ -35,6 +35,7 @@ from sessionspec.invariants import Companion, replay
 from sessionspec.jsonvalue import thaw
 from sessionspec.repair import closers, repaired
 from sessionspec.requestheader import fold_request_header
+from sessionspec.testing import implementations as impls
 from sessionspec.testing import loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.trace import MUTATIONS, Answer, Op, Side, attempt_mutation, differences, write_trace

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sessionspec import impls, live
+from sessionspec import live
 from sessionspec.catalog import END_SEED
 from sessionspec.envelope import Event, Replace
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json
-from sessionspec.livesurface import DerivedMessages, LivePlan, SurfaceManager
+from sessionspec.live.surface import DerivedMessages, LivePlan, SurfaceManager
 from sessionspec.surface import ReplacePlan
 
 
@@ -200,7 +200,3 @@ PLANTED: dict[str, type[live.Session]] = {
     "stale-surface-view": StaleSurfaceView,
 }
 """Name -> variant; each is registered as implementation `planted:<name>`."""
-
-for _name, _cls in PLANTED.items():
-    impls.register(f"planted:{_name}", f"sessionspec.testing.planted:{_cls.__name__}.create")
-

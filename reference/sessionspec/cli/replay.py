@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from sessionspec import impls
+from sessionspec.testing import implementations as impls
 from sessionspec.testing.trace import Side, differences, encode, read_trace
 
 START_TIME = 1_700_000_000_000

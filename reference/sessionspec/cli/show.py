@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec import storage
+from sessionspec.cli.render import VIEWS, Style, point_in_time, render_json, render_text
 from sessionspec.errors import SpecViolation
-from sessionspec.tools.show import VIEWS, Style, point_in_time, render_json, render_text
-from sessionspec.tools.sources import Unreadable, detect
+from sessionspec.storage.formats import Unreadable, detect
 
 
 def register(subparsers: Any) -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sessionspec import proving
+from sessionspec.testing import crosshair as proving
 
 
 def register(subparsers: Any) -> None:

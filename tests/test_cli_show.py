@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from sessionspec import storage
-from sessionspec.commands.demo import example_session
-from sessionspec.tools.show import point_in_time
+from sessionspec.cli.demo import example_session
+from sessionspec.cli.render import point_in_time
 from sessionspec.views import derive_messages, transcript
 
 

@@ -1,8 +1,9 @@
-"""`sessionspec ...`: every subcommand lives in `sessionspec.commands.<name>`.
+"""`sessionspec ...`: every subcommand lives in `sessionspec.cli.<name>`.
 
 Each command module exports `register(subparsers)`, which adds its parser and sets `handler`
 (a function from the parsed arguments to an exit code). Commands are discovered, not listed, so
-adding one never edits this file.
+adding one never edits this file; the package's other modules (progress, rendering) have no
+`register` and are not commands.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-import sessionspec.commands
+import sessionspec.cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,11 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Executable specification and conformance oracle for the DeepSeek Harness session model.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_info in sorted(pkgutil.iter_modules(sessionspec.commands.__path__), key=lambda m: m.name):
-        if module_info.name.startswith("_"):
+    for module_info in sorted(pkgutil.iter_modules(sessionspec.cli.__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):  # __main__
             continue
-        module = importlib.import_module(f"sessionspec.commands.{module_info.name}")
-        module.register(subparsers)
+        module = importlib.import_module(f"sessionspec.cli.{module_info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(subparsers)
     return parser
 
 
@@ -45,6 +48,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     return code
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

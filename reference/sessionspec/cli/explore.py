@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-from sessionspec.explore import ALPHABETS, default_alphabet, explore, to_itf
 from sessionspec.jsonvalue import Json
+from sessionspec.testing.explore import ALPHABETS, default_alphabet, explore, to_itf
 
 
 def register(subparsers: Any) -> None:

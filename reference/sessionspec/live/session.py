@@ -33,8 +33,8 @@ from sessionspec.envelope import (
 )
 from sessionspec.errors import SpecViolation, check, fail
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, Json
-from sessionspec.livecheck import check_message, event_of, owned, request_parts
-from sessionspec.livesurface import DerivedMessages, LivePlan, SurfaceManager
+from sessionspec.live.fastpath import check_message, event_of, owned, request_parts
+from sessionspec.live.surface import DerivedMessages, LivePlan, SurfaceManager
 from sessionspec.model import Clock, Observer, ObserverFailure, Validator, wall_clock
 from sessionspec.requestheader import REQUEST_CONTEXT, RequestHeaderFold
 from sessionspec.surface import Surface

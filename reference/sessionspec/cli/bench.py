@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sessionspec import impls
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
+from sessionspec.testing import implementations as impls
 
 WORKLOAD_SCRIPT_ENV = "SESSIONSPEC_WORKLOAD_SCRIPT"
 CLOCK_START = 1_700_000_000_000

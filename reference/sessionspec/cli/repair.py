@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec import storage
+from sessionspec.cli.render import summary
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
 from sessionspec.storage.durable import STALE
+from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult
-from sessionspec.tools.show import summary
-from sessionspec.tools.sources import Unreadable, detect
 
 
 def register(subparsers: Any) -> None:

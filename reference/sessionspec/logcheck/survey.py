@@ -5,7 +5,7 @@ record: its keys and their types, its message shape, its sources lying below its
 packed row's members. Only three things need the log before it: that a run starts at the seq
 the log expects, where a replace lands on the surface, and what a tool-result rewrite kept.
 `survey` decides everything of the first kind for a whole block with no state at all, so it may
-run in another process (`tools/prover.py`) while this one folds the block before it;
+run in another process (`logcheck/workers.py`) while this one folds the block before it;
 `Checker.fold` decides the rest, in log order. A check on one core runs both, one after the
 other, on every block.
 
@@ -19,7 +19,7 @@ A line in no run is the exact path's: the reference functions read it and name w
 
 Every condition is conservative: it implies the reference's acceptance (SESSION-ENVELOPE-*,
 SESSION-MESSAGE-SHAPE, SESSION-SURFACE-PROVENANCE.1-.5, the packed-row rules), never the
-other way round, and `tests/test_tools_checker.py` breaks each one against the exact path.
+other way round, and `tests/test_logcheck_checker.py` breaks each one against the exact path.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from sessionspec import storage
-from sessionspec.commands.demo import example_session
+from sessionspec.cli.demo import example_session
 
 FORMATS = ("jsonl", "jsonl.zstd", "sqlite")
 
@@ -172,7 +172,7 @@ def test_a_non_string_type_is_a_finding_not_a_crash(tmp_path: Path) -> None:
 
 
 def test_more_jobs_report_what_one_job_reports(tmp_path: Path) -> None:
-    """`--jobs 2` and `3` (provers survey blocks) print exactly what `--jobs 1` prints; 0 and non-numbers are refused."""
+    """`--jobs 2` and `3` (surveyors survey blocks) print exactly what `--jobs 1` prints; 0 and non-numbers are refused."""
     events = demo_events()
     events[7]["data"]["message"]["content"][0]["toolCallId"] = "other"
     path = write_lines(tmp_path / "forged.jsonl", events * 40)  # many seq findings after the first copy

@@ -9,10 +9,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sessionspec import impls, storage
-from sessionspec.commands.check import print_text
-from sessionspec.tools.checker import check_path
-from sessionspec.tools.show import Style, point_in_time, render_text
+from sessionspec import storage
+from sessionspec.cli.check import print_text
+from sessionspec.cli.render import Style, point_in_time, render_text
+from sessionspec.logcheck.checker import check_path
+from sessionspec.testing import implementations as impls
 
 
 def register(subparsers: Any) -> None:

@@ -5,10 +5,10 @@ see exactly the committed region a load would see. Plain JSONL, the format peopl
 and the one whose speed is measured, has a lean loop here: orjson parses a block of lines at
 once, and the lines go on only if each is exactly what a canonical writer would have written
 for the value orjson read (so no duplicate key, no -0, no 1E5, no integer beyond 2**53-1 can
-hide in it; see `_block`). A proved block is surveyed (tools/survey.py) and its runs are folded
+hide in it; see `_block`). A parsed block that proved canonical is surveyed (logcheck/survey.py) and its runs are folded
 into the consumer's state whole; every other line is parsed by the lossless parser, which names
 the rule it breaks. The torn tail is decided by the backends' `Scanner`, fed the same records.
-On a machine with cores to spare, forked provers (tools/prover.py) prove and survey blocks
+On a machine with cores to spare, forked surveyors (logcheck/workers.py) parse and survey blocks
 ahead while this process folds them in order, surveying one itself whenever it would wait.
 """
 
@@ -23,16 +23,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 import orjson
-
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.logcheck.survey import Run
+from sessionspec.logcheck.workers import Surveyor, usable_cpus
+from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, Scanner, TornTail, refuse
 from sessionspec.storage.jsonl import read_header
-from sessionspec.tools.prover import Prover, usable_cpus
-from sessionspec.tools.survey import Run
 
-ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
-SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 _SLOW: Final = object()
 _LOADS = orjson.loads
 _DUMPS = orjson.dumps
@@ -43,26 +41,6 @@ _ENCODE_ERROR = orjson.JSONEncodeError
 
 def _parsed(value: Json) -> Json:
     return value
-
-
-class Unreadable(Exception):
-    """Not a session log this build can open at all (missing, unknown format, no header): exit 2."""
-
-
-def detect(path: Path) -> str:
-    """The backend that wrote `path`, by its first bytes: "jsonl", "jsonl.zstd" or "sqlite"."""
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(16)
-    except OSError as error:
-        raise Unreadable(f"{path}: {error.strerror or error}") from None
-    if head.startswith(ZSTD_MAGIC):
-        return "jsonl.zstd"
-    if head.startswith(SQLITE_MAGIC):
-        return "sqlite"
-    if head.startswith(b"{"):
-        return "jsonl"
-    raise Unreadable(f"{path}: not a session log (neither JSONL, zstd-framed JSONL nor SQLite)")
 
 
 def fast_parse(raw: bytes) -> Any:
@@ -96,7 +74,7 @@ class Log:
 
 
 Survey = Callable[[list[Any]], list[Run]]
-"""`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see tools/survey.py)."""
+"""`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see logcheck/survey.py)."""
 Fold = Callable[[Sequence[Any], int, int, int], int]
 """`fold(ops, k, first, next) -> r`: the consumer's stateful half (see Checker.fold): ops[k:r] applied, -1 for none."""
 
@@ -108,7 +86,7 @@ def open_log(path: Path, session_id: str | None = None, *, survey: Survey | None
     For JSONL, a consumer that gives `survey` and `fold` takes whole runs of lines itself, and
     only the lines in no run come out of `records()`; `jobs` is how many processes share the
     surveys (1: this one alone; None: one per usable CPU, up to DEFAULT_JOBS, for a large
-    log), the others forked as provers (see tools/prover.py).
+    log), the others forked as surveyors (see logcheck/workers.py).
     """
     fmt = detect(path)
     if fmt == "jsonl":
@@ -132,29 +110,29 @@ def _open_sqlite(path: Path, session_id: str | None) -> Log:
 
 
 PARALLEL_BYTES: Final = 4 << 20
-"""The size from which a prover pays for its fork (about a millisecond) when `jobs` is not given."""
+"""The size from which a surveyor pays for its fork (about a millisecond) when `jobs` is not given."""
 DEFAULT_JOBS: Final = 4
 """Processes at most when `jobs` is not given: past a few, the fold in this process is the bound."""
 
 
-def _provers(survey: Survey | None, jobs: int | None, size: int) -> list[Prover]:
-    """The provers a check of a `size`-byte log gets: `jobs - 1` asked for, or by default one per usable CPU but
+def _surveyors(survey: Survey | None, jobs: int | None, size: int) -> list[Surveyor]:
+    """The surveyors a check of a `size`-byte log gets: `jobs - 1` asked for, or by default one per usable CPU but
     this process's (at most DEFAULT_JOBS - 1) for a log of PARALLEL_BYTES or more. None without a survey to share."""
     if survey is None or jobs == 1 or (jobs is None and size < PARALLEL_BYTES):
         return []
     wanted = jobs - 1 if jobs is not None else min(usable_cpus(), DEFAULT_JOBS) - 1
-    provers: list[Prover] = []
+    surveyors: list[Surveyor] = []
     try:
         for _ in range(wanted):
-            prover = Prover.start(lambda part: _answer(part, survey), forced=jobs is not None)
-            if prover is None:
+            surveyor = Surveyor.start(lambda part: _answer(part, survey), forced=jobs is not None)
+            if surveyor is None:
                 break  # what could be started is enough: the rest of the work is done here
-            provers.append(prover)
+            surveyors.append(surveyor)
     except BaseException:
-        for prover in provers:
-            prover.close()
+        for surveyor in surveyors:
+            surveyor.close()
         raise
-    return provers
+    return surveyors
 
 
 def _open_jsonl(path: Path, session_id: str | None, survey: Survey | None, fold: Fold | None, jobs: int | None) -> Log:
@@ -169,17 +147,17 @@ def _open_jsonl(path: Path, session_id: str | None, survey: Survey | None, fold:
     state: dict[str, Any] = {"torn": None}
 
     def records() -> Iterator[tuple[int | None, Json]]:
-        provers = _provers(survey if fold is not None else None, jobs, size)
+        surveyors = _surveyors(survey if fold is not None else None, jobs, size)
         try:
             with stream:
                 tail: list[bytes] = []
-                blocks = _surveyed(_chunks(stream, tail), survey, provers)
+                blocks = _surveyed(_chunks(stream, tail), survey, surveyors)
                 line = yield from _jsonl_records(blocks, scanner, offset, fold)
                 # SESSION-TORN-TAIL.1: the final fragment of an interrupted write.
                 state["torn"] = scanner.finish(fragment_line=line + 1, fragment=True) if tail else scanner.finish()
         finally:
-            for prover in provers:
-                prover.close()
+            for surveyor in surveyors:
+                surveyor.close()
 
     return Log(path, "jsonl", header, records, lambda: state["torn"], lambda: (stream.tell() if not stream.closed else size, size))
 
@@ -291,7 +269,7 @@ Surveyed = tuple[int, list[Run]] | None
 
 @dataclass(frozen=True, slots=True)
 class StoredLine:
-    """A tool/result whose block the prover surveyed: kept as its stored line until a rewrite of it asks for its data.
+    """A tool/result whose block the surveyor surveyed: kept as its stored line until a rewrite of it asks for its data.
 
     Shipping the data back would cost a dump there and a parse here for every tool/result;
     few are ever rewritten, so the line's bytes stand in for it.
@@ -305,7 +283,7 @@ class StoredLine:
 
 
 def _here(part: bytes, survey: Survey | None) -> Surveyed:
-    """A block proved and surveyed in this process."""
+    """A block parsed and surveyed in this process."""
     if survey is None:
         return None
     values = _block(part)
@@ -313,7 +291,7 @@ def _here(part: bytes, survey: Survey | None) -> Surveyed:
 
 
 def _answer(part: bytes, survey: Survey) -> bytes:
-    """What the prover sends back for a block: `[lines, runs, spans]` as JSON, `null` where it is not canonical.
+    """What the surveyor sends back for a block: `[lines, runs, spans]` as JSON, `null` where it is not canonical.
 
     A tool/result's data is not sent: its place in the runs holds null, and `spans` lists each
     such place as `[run, step, member or -1 for a replace, start, end]`, the byte span of its
@@ -350,7 +328,7 @@ def _answer(part: bytes, survey: Survey) -> bytes:
 
 
 def _received(part: bytes, answer: bytes) -> Surveyed:
-    """The prover's answer for `part`, each tool/result's span turned back into its line."""
+    """The surveyor's answer for `part`, each tool/result's span turned back into its line."""
     got = _LOADS(answer)
     if got is None:
         return None
@@ -364,32 +342,32 @@ def _received(part: bytes, answer: bytes) -> Surveyed:
 
 
 AHEAD: Final = 4
-"""Blocks read ahead of the fold beyond those the provers hold."""
+"""Blocks read ahead of the fold beyond those the surveyors hold."""
 AHEAD_BYTES: Final = 8 << 20
 """... and bytes read ahead at most, whatever the blocks (a block of one long line can be 64 MiB): memory stays
-bounded by this and the longest record, as it is without provers."""
+bounded by this and the longest record, as it is without surveyors."""
 OWED: Final = 3
-"""Blocks a prover holds at a time: enough that it does not idle while this process surveys one."""
+"""Blocks a surveyor holds at a time: enough that it does not idle while this process surveys one."""
 
 
 def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
-              provers: Sequence[Prover]) -> Iterator[tuple[bytes | _Oversized, Surveyed]]:
-    """Each chunk in file order with its survey; with provers, shared between them and this process.
+              surveyors: Sequence[Surveyor]) -> Iterator[tuple[bytes | _Oversized, Surveyed]]:
+    """Each chunk in file order with its survey; with surveyors, shared between them and this process.
 
-    The fold must go in file order; the survey need not. So each prover is kept holding OWED
-    blocks, and whenever the next block to fold is still with a prover, this process reads a
+    The fold must go in file order; the survey need not. So each surveyor is kept holding OWED
+    blocks, and whenever the next block to fold is still with a surveyor, this process reads a
     later block and surveys it itself instead of waiting. No side idles for long, and the share
-    each takes follows its speed. An answer a prover does not give (it died, declined, or sent
+    each takes follows its speed. An answer a surveyor does not give (it died, declined, or sent
     what does not parse) is made here, from the same bytes.
     """
-    if not provers:
+    if not surveyors:
         for chunk in chunks:
             yield chunk, _here(chunk, survey) if isinstance(chunk, bytes) else None
         return
     queue: deque[list[Any]] = deque()
-    """[chunk, surveyed, prover, bytes] in file order; prover is the one that owes the survey, None once it is made
+    """[chunk, surveyed, surveyor, bytes] in file order; surveyor is the one that owes the survey, None once it is made
     or where this process is to make it."""
-    limit = OWED * len(provers) + AHEAD
+    limit = OWED * len(surveyors) + AHEAD
     more = True
     held = 0
     """Bytes in the queue."""
@@ -398,7 +376,7 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
         """Whether another block may be read ahead (the head of the queue always may be)."""
         return more and (not queue or (len(queue) < limit and held < AHEAD_BYTES))
 
-    def read(prover: Prover | None) -> bool:
+    def read(surveyor: Surveyor | None) -> bool:
         nonlocal more, held
         chunk = next(chunks, None)
         if chunk is None:
@@ -407,21 +385,21 @@ def _surveyed(chunks: Iterator[bytes | _Oversized], survey: Survey | None,
         if not isinstance(chunk, bytes):
             queue.append([chunk, None, None, 0])
         else:
-            queue.append([chunk, _NOT_YET, prover if prover is not None and prover.submit(chunk) else None, len(chunk)])
+            queue.append([chunk, _NOT_YET, surveyor if surveyor is not None and surveyor.submit(chunk) else None, len(chunk)])
         held += queue[-1][3]
         return True
 
     while True:
         while room():
-            idle = min((p for p in provers if p.alive), key=lambda p: p.owed, default=None)
+            idle = min((p for p in surveyors if p.alive), key=lambda p: p.owed, default=None)
             if idle is None or idle.owed >= OWED or not read(idle):
                 break
         if not queue and not (room() and read(None)):
             return
         head = queue[0]
-        owing: Prover | None = head[2]
+        owing: Surveyor | None = head[2]
         if owing is not None and not owing.ready():
-            # Survey a later block here rather than wait for the prover.
+            # Survey a later block here rather than wait for the surveyor.
             spare = next((entry for entry in queue if entry[1] is _NOT_YET and entry[2] is None), None)
             if spare is None and room() and read(None):
                 spare = queue[-1] if queue[-1][1] is _NOT_YET and queue[-1][2] is None else None

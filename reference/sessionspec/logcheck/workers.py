@@ -1,15 +1,15 @@
-"""Processes that prove and survey blocks of a JSONL log while this one folds the blocks before.
+"""Processes that parse and survey blocks of a JSONL log while this one folds the blocks before.
 
-Why: proving a block canonical and surveying it (`sources._block`, `survey.survey`) is most of
+Why: parsing a block (proving it canonical) and surveying it (`sources._block`, `survey.survey`) is most of
 a check's work and needs no state, so on a machine with a core to spare it can run beside the
-stateful fold. What crosses the pipes: this process sends a block's exact bytes; the prover
+stateful fold. What crosses the pipes: this process sends a block's exact bytes; the surveyor
 answers with whatever `work` makes of them (for the checker, the block's runs as JSON).
 
-Trust. The prover is this program, forked, running `work` on bytes this process read, so its
+Trust. The surveyor is this program, forked, running `work` on bytes this process read, so its
 answer is taken as a function call's would be. What is not assumed is that it lives: if it
 dies, declines (an empty answer, when `work` raised) or a pipe breaks, `submit` and `answer`
 say so and the caller does the work itself from the same bytes, so the findings never depend
-on the prover. It is forked only where that is safe (Linux, one thread, two usable CPUs or
+on the surveyor. It is forked only where that is safe (Linux, one thread, two usable CPUs or
 when asked, pipes wide enough that neither side can block the other), ignores SIGINT (an
 interrupt is the parent's to handle), and exits when its request pipe closes: when this
 process closes it, or dies.
@@ -27,16 +27,16 @@ from collections.abc import Callable
 from typing import BinaryIO, ClassVar, Final
 
 _PIPE_BYTES: Final = 1 << 20
-"""Room in each pipe for every answer the prover may owe: then it never blocks on a write.
+"""Room in each pipe for every answer the surveyor may owe: then it never blocks on a write.
 
 So the two never deadlock with both pipes full: the parent may block while it sends a block
-(a block of one over-long line can be larger than the pipe), but the prover, reading requests
-between answers, always drains it. The prover owes at most `sources.OWED` answers, each a few
+(a block of one over-long line can be larger than the pipe), but the surveyor, reading requests
+between answers, always drains it. The surveyor owes at most `sources.OWED` answers, each a few
 dozen bytes a line of a block of at most two `BLOCK`s (a longer block is a single line)."""
 
 
 def _widened(fd: int) -> bool:
-    """Give a pipe `_PIPE_BYTES` of room; False where the system will not (then no prover is forked)."""
+    """Give a pipe `_PIPE_BYTES` of room; False where the system will not (then no surveyor is forked)."""
     try:
         import fcntl
 
@@ -75,7 +75,7 @@ def _framed(data: bytes) -> bytes:
 
 
 def _serve(requests: BinaryIO, replies: int, work: Callable[[bytes], bytes]) -> None:
-    """The prover's loop: a length-prefixed request in, a length-prefixed answer out, until EOF."""
+    """The surveyor's loop: a length-prefixed request in, a length-prefixed answer out, until EOF."""
     while (head := _read_exactly(requests, 4)) is not None:
         part = _read_exactly(requests, int.from_bytes(head, "little"))
         if part is None:
@@ -99,12 +99,12 @@ def can_fork() -> bool:
     return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
 
 
-class Prover:
+class Surveyor:
     """The parent's handle: `submit` blocks in order, read their `answer`s in the same order, then `close`."""
 
     _held: ClassVar[set[int]] = set()
-    """The parent's ends of every open prover's pipes: a later prover closes them first thing, or an earlier
-    prover would never see its request pipe end (and the parent would wait for it forever)."""
+    """The parent's ends of every open surveyor's pipes: a later surveyor closes them first thing, or an earlier
+    surveyor would never see its request pipe end (and the parent would wait for it forever)."""
 
     def __init__(self, pid: int, requests: int, replies: int) -> None:
         self.pid = pid
@@ -115,8 +115,8 @@ class Prover:
         """Blocks submitted and not yet answered."""
 
     @classmethod
-    def start(cls, work: Callable[[bytes], bytes], *, forced: bool = False) -> Prover | None:
-        """A prover running `work`, or None where none should be forked (see the module docstring)."""
+    def start(cls, work: Callable[[bytes], bytes], *, forced: bool = False) -> Surveyor | None:
+        """A surveyor running `work`, or None where none should be forked (see the module docstring)."""
         if not can_fork() or (not forced and usable_cpus() < 2):
             return None
         try:
@@ -140,11 +140,11 @@ class Prover:
             for fd in pipes:
                 os.close(fd)
             return None
-        if pid == 0:  # the prover
+        if pid == 0:  # the surveyor
             code = 0
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
-                for fd in (request_write, reply_read, *Prover._held):
+                for fd in (request_write, reply_read, *Surveyor._held):
                     os.close(fd)
                 with open(request_read, "rb", buffering=_PIPE_BYTES) as requests:
                     _serve(requests, reply_write, work)
@@ -154,11 +154,11 @@ class Prover:
                 os._exit(code)
         os.close(request_read)
         os.close(reply_write)
-        Prover._held.update((request_write, reply_read))
+        Surveyor._held.update((request_write, reply_read))
         return cls(pid, request_write, reply_read)
 
     def submit(self, part: bytes) -> bool:
-        """Send one block; False if the prover is gone (then its answers are the caller's to make)."""
+        """Send one block; False if the surveyor is gone (then its answers are the caller's to make)."""
         if self.alive:
             try:
                 _write_all(self._requests, _framed(part))
@@ -168,7 +168,7 @@ class Prover:
         return self.alive
 
     def ready(self) -> bool:
-        """Whether `answer` would return without waiting (an answer has begun to arrive, or the prover is gone)."""
+        """Whether `answer` would return without waiting (an answer has begun to arrive, or the surveyor is gone)."""
         if not self.alive:
             return True
         try:
@@ -177,7 +177,7 @@ class Prover:
             return True
 
     def answer(self) -> bytes | None:
-        """The answer to the oldest unanswered block; b"" if the prover declined it; None if the prover is gone."""
+        """The answer to the oldest unanswered block; b"" if the surveyor declined it; None if the surveyor is gone."""
         self.owed = max(self.owed - 1, 0)
         if not self.alive:
             return None
@@ -191,11 +191,11 @@ class Prover:
         return answer
 
     def close(self) -> None:
-        """Close the request pipe (the prover exits at its end) and reap the prover; once."""
+        """Close the request pipe (the surveyor exits at its end) and reap the surveyor; once."""
         if self._requests < 0:
             return
         self.alive = False
-        Prover._held.difference_update((self._requests, self._replies))
+        Surveyor._held.difference_update((self._requests, self._replies))
         with contextlib.suppress(OSError):
             os.close(self._requests)
         self._requests = -1
@@ -205,4 +205,4 @@ class Prover:
             os.waitpid(self.pid, 0)
 
 
-__all__ = ["Prover", "can_fork", "usable_cpus"]
+__all__ = ["Surveyor", "can_fork", "usable_cpus"]

@@ -73,7 +73,7 @@ class Result:
 
 def default_directory() -> Path:
     """`proofs/` of the source tree this package was installed from, else of the working directory."""
-    source_tree = Path(__file__).resolve().parents[2] / "proofs"
+    source_tree = Path(__file__).resolve().parents[3] / "proofs"
     return source_tree if source_tree.is_dir() else Path.cwd() / "proofs"
 
 

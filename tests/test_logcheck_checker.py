@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sessionspec import storage
-from sessionspec.commands.demo import example_session
+from sessionspec.cli.demo import example_session
+from sessionspec.cli.progress import Progress
 from sessionspec.errors import SpecViolation
+from sessionspec.logcheck import reader as sources
+from sessionspec.logcheck.checker import Checker, check_path, numbered
+from sessionspec.logcheck.reader import fast_parse
 from sessionspec.storage import jsonl
 from sessionspec.storage.chunkrows import pack
 from sessionspec.storage.jsonl import JsonlReader
-from sessionspec.tools import sources
-from sessionspec.tools.checker import Checker, check_path, numbered
-from sessionspec.tools.progress import Progress
-from sessionspec.tools.sources import fast_parse
 
 HEADER = {"version": 0, "id": "demo", "createdAt": 1}
 
@@ -318,7 +318,7 @@ def check_both(changes: list[tuple[int, str, str, Any]], strict: bool = False, b
         path.write_bytes(text)
         fast = fast_report(path, strict)
         assert fast == reference_report(path, strict)
-        # ... and with a prover surveying blocks in a second process (see test_tools_prover.py).
+        # ... and with a surveyor surveying blocks in a second process (see test_tools_surveyor.py).
         assert fast_report(path, strict, jobs=2) == fast
         return fast
 

@@ -12,9 +12,9 @@ which runs the reference functions themselves (`parse_event`, `check_content`, `
 reports the reference's own rule and message. The fast path decides speed; the exact path
 decides every finding.
 
-For a JSONL log the fast path comes in two halves (tools/survey.py): `survey` judges a whole
+For a JSONL log the fast path comes in two halves (logcheck/survey.py): `survey` judges a whole
 parsed block with no state, and `fold` applies what it found to the surface, in log order. The
-survey may run in forked provers (tools/prover.py), which share the blocks with this process
+survey may run in forked surveyors (logcheck/workers.py), which share the blocks with this process
 while it folds; `_fast` is the same predicate, record by record, for every other backend and
 for the lines a survey leaves out.
 """
@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Final, overload
 
 import orjson
-
 from sessionspec import invariants
 from sessionspec.catalog import (
     ASSISTANT_MESSAGE,
@@ -43,13 +42,13 @@ from sessionspec.catalog import (
 from sessionspec.envelope import ENVELOPE_KEYS, Event, check_content, parse_event, validate_header
 from sessionspec.errors import SpecViolation, check
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, Json, snapshot
+from sessionspec.logcheck.reader import StoredLine, Unreadable, open_log
+from sessionspec.logcheck.survey import Run, survey
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
 from sessionspec.surface import ReplacePlan, plan
-from sessionspec.tools.sources import StoredLine, Unreadable, open_log
-from sessionspec.tools.survey import Run, survey
 from sessionspec.views import project
 
 
@@ -73,7 +72,7 @@ class Finding:
 
 
 def _resolved(data: Any) -> Any:
-    """A current node's data, read from its stored line where the prover surveyed it (see sources.StoredLine)."""
+    """A current node's data, read from its stored line where the surveyor surveyed it (see sources.StoredLine)."""
     return data.data() if type(data) is StoredLine else data
 
 
@@ -172,7 +171,7 @@ class Checker:
         self.nodes: list[int] = []
         self.info: dict[int, tuple[str, Json]] = {}
         """seq -> (type, data) for current nodes; data is kept for tool/results (all nodes when strict), as a
-        `StoredLine` where the prover surveyed it."""
+        `StoredLine` where the surveyor surveyed it."""
         self.lines: dict[int, int | None] = {}
         self.replace_generation = 0
         self._trace = invariants.Trace()
@@ -214,7 +213,7 @@ class Checker:
             feed(line, record)
 
     def survey(self, values: list[Any]) -> list[Run]:
-        """The runs of a parsed block the fast path takes, judged with no state (see tools/survey.py)."""
+        """The runs of a parsed block the fast path takes, judged with no state (see logcheck/survey.py)."""
         return survey(values, self._plain, self._rows) if self.fast and not self.strict else []
 
     def fold(self, ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
@@ -447,7 +446,7 @@ def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id:
                jobs: int | None = None) -> Report:
     """Check one stored log end to end: header, every record, the torn tail; `tick(done, total)` reports progress.
 
-    `jobs`: 1 checks in this process alone; N > 1 has N - 1 forked provers prove and survey
+    `jobs`: 1 checks in this process alone; N > 1 has N - 1 forked surveyors parse and survey
     blocks of a JSONL log while this process folds them; None (the default) uses one process
     per usable CPU, at most four, for logs of 4 MiB or more.
     """

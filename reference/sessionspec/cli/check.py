@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-from sessionspec.tools.checker import Report, check_path
-from sessionspec.tools.progress import Progress
+from sessionspec.cli.progress import Progress
+from sessionspec.logcheck.checker import Report, check_path
 
 CLEAN, FINDINGS, UNREADABLE = 0, 1, 2
 

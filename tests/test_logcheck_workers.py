@@ -1,7 +1,7 @@
-"""The prover (tools/prover.py): a second process that surveys blocks, and the check's findings never depend on it.
+"""The surveyor (logcheck/workers.py): a second process that surveys blocks, and the check's findings never depend on it.
 
-Each test runs a check with the prover and compares it with the one-process check (and the
-exact checker): a prover that works, one killed part-way, one that declines, one that answers
+Each test runs a check with the surveyor and compares it with the one-process check (and the
+exact checker): a surveyor that works, one killed part-way, one that declines, one that answers
 nonsense. Blocks are made small so that a short log is many blocks, shared between the sides.
 """
 
@@ -20,13 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
+from sessionspec.logcheck import reader as sources
+from sessionspec.logcheck import workers as surveyor
+from sessionspec.logcheck.checker import Checker, check_path
 from sessionspec.storage.jsonl import JsonlReader
 from sessionspec.testing.loops import Loop, agent_loops, build
-from sessionspec.tools import prover, sources
-from sessionspec.tools.checker import Checker, check_path
-from test_tools_checker import apply_stored, reference_report, stored_log
+from test_logcheck_checker import apply_stored, reference_report, stored_log
 
-pytestmark = pytest.mark.skipif(not prover.can_fork(), reason="the prover forks: Linux, one thread")
+pytestmark = pytest.mark.skipif(not surveyor.can_fork(), reason="the surveyor forks: Linux, one thread")
 
 HEAD = b'{"type":"session","version":0,"id":"demo","createdAt":1,"delegationDepth":0}\n'
 CHANGES: list[tuple[int, str, str, Any]] = [(8, "set", "sourceEventSeqs", [99]), (11, "set", "surfaceOp.start", 5),
@@ -34,7 +35,7 @@ CHANGES: list[tuple[int, str, str, Any]] = [(8, "set", "sourceEventSeqs", [99]),
 
 
 def write_log(path: Path, changes: list[tuple[int, str, str, Any]]) -> Path:
-    """The stored log of test_tools_checker (every record shape the fast path takes) with `changes`."""
+    """The stored log of test_logcheck_checker (every record shape the fast path takes) with `changes`."""
     records = stored_log()
     lines = [orjson.dumps(record) for record in records]
     for change in changes:
@@ -57,17 +58,17 @@ def small_blocks() -> Iterator[None]:
 
 def spy_answers() -> tuple[list[bytes | None], Callable[..., Any]]:
     answers: list[bytes | None] = []
-    answer = prover.Prover.answer
+    answer = surveyor.Surveyor.answer
 
-    def spy(self: prover.Prover) -> bytes | None:
+    def spy(self: surveyor.Surveyor) -> bytes | None:
         answers.append(got := answer(self))
         return got
 
     return answers, spy
 
 
-def test_the_prover_answers_in_order_and_exits_when_closed() -> None:
-    helper = prover.Prover.start(lambda part: part[::-1], forced=True)
+def test_the_surveyor_answers_in_order_and_exits_when_closed() -> None:
+    helper = surveyor.Surveyor.start(lambda part: part[::-1], forced=True)
     assert helper is not None
     for part in (b"abc", b"", b"x" * 200_000):
         assert helper.submit(part)
@@ -77,18 +78,18 @@ def test_the_prover_answers_in_order_and_exits_when_closed() -> None:
         os.waitpid(helper.pid, 0)  # reaped by close
 
 
-def test_a_declining_prover_hands_the_block_back() -> None:
+def test_a_declining_surveyor_hands_the_block_back() -> None:
     def work(part: bytes) -> bytes:
         raise ValueError(part)
 
-    helper = prover.Prover.start(work, forced=True)
+    helper = surveyor.Surveyor.start(work, forced=True)
     assert helper is not None
     assert helper.submit(b"abc") and helper.answer() == b"" and helper.alive
     helper.close()
 
 
-def test_a_dead_prover_says_so() -> None:
-    helper = prover.Prover.start(lambda part: part, forced=True)
+def test_a_dead_surveyor_says_so() -> None:
+    helper = surveyor.Surveyor.start(lambda part: part, forced=True)
     assert helper is not None
     os.kill(helper.pid, signal.SIGKILL)
     os.waitpid(helper.pid, 0)
@@ -99,53 +100,53 @@ def test_a_dead_prover_says_so() -> None:
 
 
 @pytest.mark.usefixtures("small_blocks")
-def test_the_prover_surveys_blocks_and_the_findings_are_the_same(tmp_path: Path) -> None:
+def test_the_surveyor_surveys_blocks_and_the_findings_are_the_same(tmp_path: Path) -> None:
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     answers, spy = spy_answers()
-    with mock.patch.object(prover.Prover, "answer", spy):
+    with mock.patch.object(surveyor.Surveyor, "answer", spy):
         parallel = outcome(path, jobs=2)
-    assert [a for a in answers if a], "the prover surveyed no block"
+    assert [a for a in answers if a], "the surveyor surveyed no block"
     assert parallel == outcome(path, jobs=1)
     assert parallel[0] and [f[:3] for f in parallel[0]] == reference_report(path, False)[0]
 
 
 @pytest.mark.usefixtures("small_blocks")
-def test_several_provers_share_the_blocks_and_each_exits(tmp_path: Path) -> None:
-    """Three provers: each holds none of the others' pipes (else closing one would wait for ever), all are reaped."""
+def test_several_surveyors_share_the_blocks_and_each_exits(tmp_path: Path) -> None:
+    """Three surveyors: each holds none of the others' pipes (else closing one would wait for ever), all are reaped."""
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     answers, spy = spy_answers()
     def hung(signum: int, frame: Any) -> None:
-        raise TimeoutError("a prover never saw its request pipe close")
+        raise TimeoutError("a surveyor never saw its request pipe close")
 
     previous = signal.signal(signal.SIGALRM, hung)
     signal.alarm(30)
     try:
-        with mock.patch.object(prover.Prover, "answer", spy):
+        with mock.patch.object(surveyor.Surveyor, "answer", spy):
             assert outcome(path, jobs=4) == outcome(path, jobs=1)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert len([a for a in answers if a]) >= 3
-    assert not prover.Prover._held
+    assert not surveyor.Surveyor._held
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
 
 
 @pytest.mark.usefixtures("small_blocks")
-def test_a_prover_killed_part_way_leaves_the_findings_unchanged(tmp_path: Path) -> None:
+def test_a_surveyor_killed_part_way_leaves_the_findings_unchanged(tmp_path: Path) -> None:
     path = write_log(tmp_path / "log.jsonl", CHANGES)
-    answer = prover.Prover.answer
+    answer = surveyor.Surveyor.answer
     answered: list[bytes | None] = []
 
-    def dies_after_two(self: prover.Prover) -> bytes | None:
+    def dies_after_two(self: surveyor.Surveyor) -> bytes | None:
         if len(answered) == 2:
             os.kill(self.pid, signal.SIGKILL)
         answered.append(got := answer(self))
         return got
 
-    with mock.patch.object(prover.Prover, "answer", dies_after_two):
+    with mock.patch.object(surveyor.Surveyor, "answer", dies_after_two):
         parallel = outcome(path, jobs=2)
-    assert None in answered, "the prover was not killed while it owed answers"
+    assert None in answered, "the surveyor was not killed while it owed answers"
     assert parallel == outcome(path, jobs=1)
 
 
@@ -159,7 +160,7 @@ def test_an_answer_that_is_not_a_survey_is_surveyed_here(tmp_path: Path, answer:
     assert parallel == outcome(path, jobs=1)
 
 
-def test_no_prover_is_left_behind(tmp_path: Path) -> None:
+def test_no_surveyor_is_left_behind(tmp_path: Path) -> None:
     """Reaped and its pipes closed: after a full check, and after a consumer that stops reading early."""
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     before = set(os.listdir("/proc/self/fd"))
@@ -178,18 +179,18 @@ def test_no_prover_is_left_behind(tmp_path: Path) -> None:
 def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
     path = write_log(tmp_path / "log.jsonl", [])
     started: list[bool] = []
-    start = prover.Prover.start
+    start = surveyor.Surveyor.start
 
-    def spy(work: Callable[[bytes], bytes], *, forced: bool = False) -> prover.Prover | None:
+    def spy(work: Callable[[bytes], bytes], *, forced: bool = False) -> surveyor.Surveyor | None:
         started.append(forced)
         return start(work, forced=forced)
 
-    with mock.patch.object(prover.Prover, "start", spy):
+    with mock.patch.object(surveyor.Surveyor, "start", spy):
         check_path(str(path))
         assert started == []
         with mock.patch.object(sources, "PARALLEL_BYTES", 0):
             check_path(str(path))
-        by_default = [False] * (min(prover.usable_cpus(), sources.DEFAULT_JOBS) - 1)
+        by_default = [False] * (min(surveyor.usable_cpus(), sources.DEFAULT_JOBS) - 1)
         assert started == by_default
         check_path(str(path), jobs=1)
         check_path(str(path), strict=True, jobs=2)  # strict has no survey to share
@@ -198,12 +199,12 @@ def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
         assert started == [*by_default, True, True]
 
 
-def test_no_prover_where_the_pipes_cannot_be_widened(tmp_path: Path) -> None:
+def test_no_surveyor_where_the_pipes_cannot_be_widened(tmp_path: Path) -> None:
     """Narrow pipes could fill both ways at once (a deadlock), so the check runs in one process instead."""
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     before = set(os.listdir("/proc/self/fd"))
-    with mock.patch.object(prover, "_widened", lambda fd: False):
-        assert prover.Prover.start(lambda part: part, forced=True) is None
+    with mock.patch.object(surveyor, "_widened", lambda fd: False):
+        assert surveyor.Surveyor.start(lambda part: part, forced=True) is None
         assert outcome(path, jobs=2) == outcome(path, jobs=1)
     assert set(os.listdir("/proc/self/fd")) == before
 
@@ -239,17 +240,17 @@ SLOW_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW_OK)
 @given(loop=agent_loops(max_turns=6, max_steps=3), **CORRUPTED)
-def test_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover(
+def test_agent_logs_with_a_corruption_check_the_same_with_and_without_the_surveyor(
         tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int, jobs: int) -> None:
     """Generated agent loops (prunings, compactions, packed rows, request headers) stored as JSONL and corrupted once:
-    the check with provers, without, and the exact checker over the storage reader report the same."""
+    the check with surveyors, without, and the exact checker over the storage reader report the same."""
     check_corrupted(tmp_path, loop, how, at, byte, block, jobs)
 
 
 @pytest.mark.nightly
 @settings(max_examples=2000, deadline=None, suppress_health_check=SLOW_OK)
 @given(loop=agent_loops(max_turns=30, max_steps=4, max_calls=3), **CORRUPTED)
-def test_long_agent_logs_with_a_corruption_check_the_same_with_and_without_the_prover(
+def test_long_agent_logs_with_a_corruption_check_the_same_with_and_without_the_surveyor(
         tmp_path: Path, loop: Loop, how: str, at: int, byte: int, block: int, jobs: int) -> None:
     """The nightly form: longer loops (more blocks, more replaces in flight), many more examples."""
     check_corrupted(tmp_path, loop, how, at, byte, block, jobs)
@@ -291,7 +292,7 @@ def reader_torn_tail(path: Path) -> Any:
 
 
 def test_read_ahead_is_bounded_in_bytes_with_long_lines() -> None:
-    """Blocks of one long line each: the provers' queue holds at most AHEAD_BYTES of them, not a block count's worth."""
+    """Blocks of one long line each: the surveyors' queue holds at most AHEAD_BYTES of them, not a block count's worth."""
     line = b'{"type":"x","seq":%d,"time":1,"ignorable":true,"data":"' + b"y" * (1 << 18) + b'"}'
     blocks = [line % seq for seq in range(40)]
     pulled: list[int] = []
@@ -302,25 +303,25 @@ def test_read_ahead_is_bounded_in_bytes_with_long_lines() -> None:
             yield block
 
     checker = Checker("x")
-    provers = [p for p in (prover.Prover.start(lambda part: sources._answer(part, checker.survey), forced=True)
+    surveyors = [p for p in (surveyor.Surveyor.start(lambda part: sources._answer(part, checker.survey), forced=True)
                            for _ in range(2)) if p is not None]
     ahead: list[int] = []
     try:
         with mock.patch.object(sources, "AHEAD_BYTES", 1 << 20):
-            for done, (block, surveyed) in enumerate(sources._surveyed(chunks(), checker.survey, provers), 1):
+            for done, (block, surveyed) in enumerate(sources._surveyed(chunks(), checker.survey, surveyors), 1):
                 assert block == blocks[done - 1] and surveyed is not None
                 ahead.append(sum(pulled) - sum(map(len, blocks[:done])))
     finally:
-        for helper in provers:
+        for helper in surveyors:
             helper.close()
-    assert len(provers) == 2 and len(ahead) == len(blocks)
+    assert len(surveyors) == 2 and len(ahead) == len(blocks)
     # At most AHEAD_BYTES in the queue when another is read, so less than that plus one block; a count of
     # blocks alone (OWED * 2 + AHEAD = 10) would allow 2.5 MiB.
     assert max(ahead) < (1 << 20) + len(blocks[0]), max(ahead)
 
 
-def test_when_no_more_provers_can_start_the_check_goes_on_with_those_it_has(tmp_path: Path) -> None:
-    """Out of file descriptors after one prover: the check runs with that one, and the findings are the same."""
+def test_when_no_more_surveyors_can_start_the_check_goes_on_with_those_it_has(tmp_path: Path) -> None:
+    """Out of file descriptors after one surveyor: the check runs with that one, and the findings are the same."""
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     pipe = os.pipe
     made: list[int] = []

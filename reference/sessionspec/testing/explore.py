@@ -58,12 +58,13 @@ from typing import Any
 
 import orjson
 
-from sessionspec import impls, model
+from sessionspec import model
 from sessionspec.catalog import TOOL_RESULT
 from sessionspec.envelope import Event, Replace, append_request_parts
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, thaw
 from sessionspec.surface import fold
+from sessionspec.testing import implementations as impls
 from sessionspec.views import project_all, transcript
 
 SESSION_ID = "explore"

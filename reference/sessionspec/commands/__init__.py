@@ -1,1 +1,0 @@
-"""Subcommands of `sessionspec`, one module each (see `sessionspec.cli`)."""

@@ -1,1 +1,0 @@
-"""Tools for stored session logs: the streaming checker, the views at a point in history, progress."""
