@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from sessionspec import live
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.model import Event, Session
 from sessionspec.rules import RULES
@@ -182,6 +183,29 @@ def test_an_append_from_an_observer_is_rejected_and_recorded() -> None:
     failure = session.observer_failures[0]
     assert failure.observer == 0 and "SpecViolation" in failure.error and "reenter" in failure.error
     assert session.append("turn/end", {}).seq == 1  # the guard is released
+
+
+@pytest.mark.parametrize("impl", ["model", "live"])
+def test_an_append_from_inside_the_clock_is_rejected_as_reentrant(impl: str) -> None:
+    """The guard is up before the clock is read: the clock is caller code (found in `live`, which logged two events at seq 0)."""
+    create = {"model": Session.create, "live": live.Session.create}[impl]
+    nested: list[BaseException] = []
+    ticks = iter(range(100, 200))
+
+    def clock() -> int:
+        if session_box and not nested:
+            try:
+                session_box[0].append("x/nested", {})
+            except SpecViolation as violation:
+                nested.append(violation)
+        return next(ticks)
+
+    session_box: list[Any] = []
+    session = create("s", clock=clock)
+    session_box.append(session)
+    event = session.append("turn/start", {"turn": 1})
+    assert nested and getattr(nested[0], "rule", None) == "SESSION-APPEND-COMMIT.4"
+    assert [e.seq for e in session.events] == [0] and event.seq == 0
 
 
 def test_the_guard_is_released_after_a_veto() -> None:

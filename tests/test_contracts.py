@@ -11,7 +11,7 @@ from typing import Any
 
 import icontract
 import pytest
-from sessionspec import model
+from sessionspec import model, transaction
 from sessionspec.envelope import Event
 from sessionspec.jsonvalue import FrozenDict, FrozenList
 from sessionspec.surface import Fold, fold
@@ -100,7 +100,7 @@ def test_a_rejection_that_changes_the_session_breaks_unchanged_on_rejection(monk
 
 def test_a_seed_without_its_marker_breaks_the_create_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     """'a seeded log ends in the marker' (SESSION-SEED-ACCEPTANCE.3)."""
-    monkeypatch.setattr(model, "Event", lambda type, seq, time, data: Event("x/not-a-marker", seq, time, data))
+    monkeypatch.setattr(transaction, "Event", lambda type, seq, time, data: Event("x/not-a-marker", seq, time, data))
     with pytest.raises(icontract.ViolationError, match="a seeded log ends in the marker"):
         model.Session.create("s", seed=[], clock=lambda: 1)
 

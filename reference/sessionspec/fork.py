@@ -14,8 +14,9 @@ from typing import Any, Final
 from sessionspec.envelope import SESSION_FORMAT_VERSION
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
-from sessionspec.model import Clock, Session, wall_clock
+from sessionspec.model import Session
 from sessionspec.rules import define
+from sessionspec.transaction import Clock, wall_clock
 
 INVALID_BOUNDARY: Final = "INVALID_BOUNDARY"
 OPEN_TURN: Final = "OPEN_TURN"

@@ -10,54 +10,24 @@ from __future__ import annotations
 
 import functools
 import os
-import time as _time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import icontract
 
 from sessionspec.catalog import END_SEED
-from sessionspec.envelope import (
-    Event,
-    Replace,
-    append_request_parts,
-    build_event,
-    check_content,
-    check_type,
-    default_header,
-    parse_event,
-    validate_header,
-)
-from sessionspec.errors import SpecViolation, check, fail
-from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int, snapshot
+from sessionspec.envelope import Event, Replace, append_request_parts, build_event, check_content
+from sessionspec.errors import SpecViolation
+from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, snapshot
 from sessionspec.requestheader import fold_request_context, fold_request_header
-from sessionspec.surface import Surface, fold, plan
+from sessionspec.surface import Plan, Surface, fold, plan
+from sessionspec.transaction import Clock, Observer, ObserverFailure, SessionCore, Validator, wall_clock
 from sessionspec.views import derive_messages, transcript
 
-Clock = Callable[[], int]
-Validator = Callable[[Any, Event], object]
-"""A precommit validator: called with (session, candidate) before the commit; raising vetoes."""
-Observer = Callable[[Any, Event], object]
-"""A postcommit observer: called with (session, event) after the commit; failures are contained."""
+__all__ = ["Clock", "Event", "Observer", "ObserverFailure", "Session", "Validator", "wall_clock"]
 
 CONTRACTS = os.environ.get("SESSIONSPEC_CONTRACTS", "1") != "0"
 """Contracts are on unless SESSIONSPEC_CONTRACTS=0 (benchmarks of the model's own growth)."""
-
-
-def wall_clock() -> int:
-    """Epoch milliseconds: the default clock. Time is a record, never an order (decision 9)."""
-    return _time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class ObserverFailure:
-    """An observer that raised after `seq` committed; recorded, never able to undo the commit."""
-
-    seq: int
-    observer: int
-    error: str
-
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,23 +58,14 @@ def _nodes_are_surface_events(session: Session) -> bool:
     return len(set(nodes)) == len(nodes) and all(session._log[n].surface_op is not None for n in nodes)
 
 
-class Session:
-    """One session: a header, an append-only log, and the views derived from it."""
+class Session(SessionCore):
+    """One session: a header, an append-only log, and the views derived from it, each recomputed on every call.
 
-    __slots__ = ("_busy", "_clock", "_first_live_seq", "_header", "_id", "_log", "_observer_failures", "_observers",
-                 "_validators")
+    Creation, seeding and the append transaction are `SessionCore`'s (shared with `live`); what
+    is the model's own is naivety: every check and plan reads the whole log.
+    """
 
-    def __init__(self, session_id: str, header: FrozenDict, log: list[Event], first_live_seq: int, clock: Clock,
-                 validators: Sequence[Validator], observers: Sequence[Observer]) -> None:
-        self._id = session_id
-        self._header = header
-        self._log = log
-        self._first_live_seq = first_live_seq
-        self._clock = clock
-        self._validators = list(validators)
-        self._observers = list(observers)
-        self._observer_failures: list[ObserverFailure] = []
-        self._busy = False
+    __slots__ = ()
 
     # --- construction -------------------------------------------------------------------------
 
@@ -131,35 +92,9 @@ class Session:
 
         SESSION-SEED-ACCEPTANCE.3: a seed (even empty) ends in one marker, added unless it ends in one.
         """
-        clock = clock or wall_clock
-        check(type(session_id) is str and session_id != "", "SESSION-FORMAT-HEADER.3",
-              f"session id must be a non-empty string, got {session_id!r}")
-        valid_header = default_header(session_id, _read_clock(clock)) if header is None else validate_header(header, session_id)
-        log: list[Event] = []
-        first_live_seq = 0
-        if seed is not None:
-            # .1 A seed is a list of events (Event objects or their JSON envelopes).
-            check(isinstance(seed, (list, tuple)), "SESSION-SEED-ACCEPTANCE.1", "the seed must be a list of events")
-            for index, raw in enumerate(seed):
-                try:
-                    log.append(_accept_seed_event(log, raw, index))
-                except SpecViolation as violation:
-                    raise violation.at(index=index) from None
-            first_live_seq = len(log)
-            # .3 Seeding ends the inherited prefix with one marker, unless the seed already ends in one.
-            if not log or log[-1].type != END_SEED:
-                log.append(Event(END_SEED, len(log), _read_clock(clock), FrozenDict()))
-        return cls(session_id, valid_header, log, first_live_seq, clock, validators, observers)
+        return cls._new(session_id, seed, header, clock, validators, observers)
 
     # --- reads: every one recomputed from the full log ----------------------------------------
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def header(self) -> FrozenDict:
-        return self._header
 
     @property
     def events(self) -> FrozenList:
@@ -168,16 +103,6 @@ class Session:
 
     def complete_log(self) -> FrozenList:
         return self.events
-
-    @property
-    def seq(self) -> int:
-        """The next seq: the log length."""
-        return len(self._log)
-
-    @property
-    def first_live_seq(self) -> int:
-        """SESSION-SEED-ACCEPTANCE.4: the seed length (0 for a fresh session)."""
-        return self._first_live_seq
 
     @property
     def surface(self) -> Surface:
@@ -199,17 +124,7 @@ class Session:
         """The latest request/context data, recomputed from the log."""
         return fold_request_context(self._log)
 
-    @property
-    def observer_failures(self) -> FrozenList:
-        return FrozenList(self._observer_failures)
-
-    def add_validator(self, validator: Validator) -> None:
-        self._validators.append(validator)
-
-    def add_observer(self, observer: Observer) -> None:
-        self._observers.append(observer)
-
-    # --- append: the two-phase transaction ----------------------------------------------------
+    # --- append: the two-phase transaction of SessionCore, under the spec's contracts ---------
 
     @icontract.snapshot(lambda self: self.events, name="events", enabled=CONTRACTS)
     @icontract.ensure(lambda self, OLD: self.events[:-1] == OLD.events, "append only appends", enabled=CONTRACTS)
@@ -246,83 +161,21 @@ class Session:
         """An append given as the protocol's request object: {type, data, surfaceOp?, sourceEventSeqs?, ignorable?}."""
         return self._append(*append_request_parts(request))
 
-    def _append(self, event_type: str, data: Json, surface_op: Json | Replace, has_op: bool, sources: Json,
-                has_sources: bool, ignorable: bool) -> Event:
-        """SESSION-APPEND-COMMIT.2 and SESSION-APPEND-COMMIT.3: candidate, validators (a raise vetoes), commit, observers.
+    # --- the model's parts of the transaction: the reference functions, on the whole log -------
 
-        An observer runs after the commit, in order; its failure is recorded in `observer_failures`
-        and cannot undo the commit: the caller's append succeeded, and later observers still run.
-        """
-        seq = len(self._log)
-        # SESSION-APPEND-COMMIT.4: a nested append would commit between a candidate and its observers.
-        # The guard covers building the candidate too: the clock is caller code and must not reenter.
-        check(not self._busy, "SESSION-APPEND-COMMIT.4", "session append cannot reenter while another append is in progress",
-              seq=seq)
-        self._busy = True
-        try:
-            try:
-                candidate = self._candidate(event_type, data, surface_op, has_op, sources, has_sources, ignorable)
-            except SpecViolation as violation:
-                raise violation.at(seq=seq) from None
-            for validator in self._validators:
-                _run_validator(validator, self, candidate)
-            # The commit point: from here on the event is part of the log.
-            self._log.append(candidate)
-            for position, observer in enumerate(self._observers):
-                try:
-                    observer(self, candidate)
-                except Exception as error:
-                    self._observer_failures.append(ObserverFailure(candidate.seq, position, repr(error)))
-        finally:
-            self._busy = False
-        return candidate
+    def _owned(self, value: object) -> Json:
+        return snapshot(value)
 
-    def _candidate(self, event_type: str, data: Json, surface_op: Json | Replace, has_op: bool, sources: Json,
-                   has_sources: bool, ignorable: bool) -> Event:
-        """The checked candidate, in spec/04's order; SESSION-APPEND-COMMIT.6: everything a seed checks."""
-        check_type(event_type)
-        # SESSION-APPEND-COMMIT.5: the marker is the seed boundary; a plugin writing one would reclassify live work.
-        check(event_type != END_SEED, "SESSION-APPEND-COMMIT.5", f"{END_SEED} is written only by seeding")
-        # SESSION-EVENT-ENVELOPE.6: ignorable is a flag.
-        check(type(ignorable) is bool, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be a bool, got {ignorable!r}")
-        owned = snapshot(data)
-        op = surface_op.to_json() if isinstance(surface_op, Replace) else surface_op
-        owned_op = snapshot(op)
-        owned_sources = snapshot(sources)
-        seq = len(self._log)
-        # SESSION-APPEND-COMMIT.1: seq is the position; time is what the clock says, a safe integer.
-        time = _read_clock(self._clock)
-        event = build_event(event_type, seq, time, owned, owned_op, owned_sources, ignorable,
-                            has_surface_op=has_op, has_sources=has_sources)
-        # SESSION-APPEND-COMMIT.6: append checks what seeding checks (decision 1).
-        check_content(event)
-        plan(fold(self._log).nodes, self._log, event)
-        return event
+    def _build(self, event_type: str, seq: int, time: int, data: Json, surface_op: Json, has_op: bool, sources: Json,
+               has_sources: bool, ignorable: bool) -> Event:
+        return build_event(event_type, seq, time, data, surface_op, sources, ignorable,
+                           has_surface_op=has_op, has_sources=has_sources)
 
+    def _check_content(self, event: Event, *, index: int | None = None) -> None:
+        check_content(event, index=index)
 
-def _read_clock(clock: Clock) -> int:
-    now = clock()
-    check(is_safe_int(now), "SESSION-APPEND-COMMIT.1", f"the clock returned {now!r}, not a safe integer")
-    return now
+    def _plan(self, event: Event, *, index: int | None = None) -> Plan:
+        return plan(fold(self._log).nodes, self._log, event, index=index)
 
-
-def _run_validator(validator: Validator, session: Session, candidate: Event) -> None:
-    """SESSION-APPEND-COMMIT.2: a validator that raises vetoes; its own rule is kept when it names one."""
-    try:
-        validator(session, candidate)
-    except SpecViolation as violation:
-        raise violation.at(seq=candidate.seq) from None
-    except Exception as error:
-        fail("SESSION-APPEND-COMMIT.2", f"append vetoed by a precommit validator: {error!r}", seq=candidate.seq)
-
-
-def _accept_seed_event(log: list[Event], raw: Event | Json, index: int) -> Event:
-    """One seed entry, validated exactly as an append would validate it, plus envelope and contiguity."""
-    event = parse_event(raw, index)
-    # SESSION-SEED-ACCEPTANCE.2: seqs are positions, so the seed is contiguous from 0.
-    check(event.seq == index, "SESSION-SEED-ACCEPTANCE.2",
-          f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0",
-          seq=event.seq, index=index)
-    check_content(event, index=index)
-    plan(fold(log).nodes, log, event, index=index)
-    return event
+    def _commit(self, event: Event, step: Plan) -> None:
+        self._log.append(event)

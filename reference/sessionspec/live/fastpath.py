@@ -217,7 +217,7 @@ def message_ok(event: Event) -> bool:
     return True
 
 
-def check_message(event: Event) -> None:
+def check_message(event: Event, *, index: int | None = None) -> None:
     """SESSION-MESSAGE-SHAPE, exactly as `envelope.check_message_shape` raises it."""
     if not message_ok(event):
-        check_message_shape(event)
+        check_message_shape(event, index=index)

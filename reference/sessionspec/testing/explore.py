@@ -595,7 +595,10 @@ class Explorer:
         return create(self.factory, seed, [self.nested])
 
     def _model_at(self, state: Frontier) -> model.Session:
-        return model.Session(SESSION_ID, self.header, list(state.events), state.first_live_seq, _clock, (veto,), ())
+        session = model.Session(SESSION_ID, self.header, _clock, (veto,), ())
+        session._log.extend(state.events)  # an accepted state: the model rereads the whole log on every call anyway
+        session._first_live_seq = state.first_live_seq
+        return session
 
     def _impl_at(self, state: Frontier) -> Any:
         """The implementation in `state`, replayed; the nested-append probe is off (these appends were checked)."""
