@@ -1,10 +1,11 @@
-"""`sessionspec conform`: no divergence against our testees, and robust against bad ones (spec/10-conformance.md)."""
+"""`sessionspec conform`: no divergence against our testees, every family of a bad one, robust against broken ones."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,14 +13,16 @@ import pytest
 from sessionspec.cli import main
 from sessionspec.conformance import failures
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.machine import Divergence
+from sessionspec.conformance.divergence import Divergence
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
+THREE = "planted:ignorable-dropped+double-marker+stale-derived-cache"
+"""Three independent deviations in one store: each a family of its own."""
 
 # Answers hello, then behaves as told on every other request.
 SCRIPTED = """
-import json, sys, time
+import json, os, sys, time
 mode = sys.argv[1]
 for line in sys.stdin:
     if json.loads(line).get("op") == "hello":
@@ -30,6 +33,15 @@ for line in sys.stdin:
         time.sleep(60)
     elif mode == "garbage":
         print("this is not an answer", flush=True)
+    elif mode == "close":
+        os.close(1)
+        time.sleep(60)
+    elif mode == "endless":
+        while True:
+            sys.stdout.write("x" * 65536)
+    elif mode == "huge":
+        sys.stdout.write('{"ok":true,"pad":"' + "x" * 3_000_000 + '"}\\n')
+        sys.stdout.flush()
     else:
         print(json.dumps({"ok": True}), flush=True)
 """
@@ -57,17 +69,46 @@ def test_our_testees_have_no_divergence(tmp_path: Path, impl: str) -> None:
     code = main(["conform", "--examples", "4", "--json", str(report), "--junit", str(junit), "--", *SERVE, impl])
     assert code == 0
     data = json.loads(report.read_text())
-    assert set(data) == {"testee", "vectors", "machine", "divergences"}
+    assert {"testee", "vectors", "machine", "divergences", "unchecked"} <= set(data)
     assert data["testee"]["implementation"] == f"sessionspec-{impl}"
     assert data["vectors"]["failed"] == 0 and data["vectors"]["passed"] == len(list(vector_files.DEFAULT_DIR.glob("*.json")))
     assert data["machine"]["examples"] >= 4 and data["machine"]["divergences"] == 0 and data["divergences"] == []
+    assert data["unchecked"] == []
     assert ET.parse(junit).getroot().get("failures") == "0"
 
 
-def test_garbage_testee_exits_non_zero_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.json"
+    code = main(["conform", "--json", str(report), "--traces", str(tmp_path / "traces"), "--", *SERVE, THREE])
+    assert code == 1
+    machine = [d for d in json.loads(report.read_text())["divergences"] if d["source"] == "machine"]
+    families = {d["family"] for d in machine}
+    assert len(families) == len(machine) >= 3, families
+    # At most 4 requests where the family allows it; a stale derived cache needs 5: create, append, a derive that
+    # fills the cache, the replace that should empty it, and the snapshot that shows it did not.
+    assert all(len(d["trace"]) <= (5 if d["op"] == "snapshot" else 4) for d in machine), [d["trace"] for d in machine]
+    err = capsys.readouterr().err
+    assert err.count("reproduce: sessionspec replay") >= len(machine)
+
+
+def test_a_failure_list_naming_one_family_reports_the_others(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    assert main(["conform", "--examples", "30", "--json", str(first), "--", *SERVE, THREE]) == 1
+    found = [d for d in json.loads(first.read_text())["divergences"] if d["source"] == "machine"]
+    listed = tmp_path / "known.txt"
+    listed.write_text(f"{found[0]['family']}  # known\n")
+    assert main(["conform", "--examples", "30", "--json", str(second), "--failures", str(listed), "--", *SERVE, THREE]) == 1
+    again = {d["family"] for d in json.loads(second.read_text())["divergences"] if d["source"] == "machine"}
+    assert found[0]["family"] in again, "a listed family met again is reported as listed, so the entry is not stale"
+    assert {d["family"] for d in found[1:]} <= again
+
+
+def test_garbage_testee_exits_2_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["conform", "--examples", "0", "--", PY, "-c", "import sys\nfor l in sys.stdin: print('garbage', flush=True)"])
     assert code == 2
-    assert "could not be run" in capsys.readouterr().err and "'garbage'" in capsys.readouterr().err + "'garbage'"
+    err = capsys.readouterr().err
+    assert "could not be run" in err and "'garbage'" in err
 
 
 def test_missing_testee_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,20 +116,30 @@ def test_missing_testee_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "cannot start testee" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("mode, kind", [("crash", "testee-crash"), ("hang", "testee-timeout"), ("garbage", "testee-protocol")])
-def test_bad_testee_mid_run_is_a_divergence(tmp_path: Path, few_vectors: Path, mode: str, kind: str,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("mode, kind", [("crash", "testee-exited"), ("hang", "testee-timeout"), ("garbage", "testee-protocol"),
+                                        ("close", "testee-closed"), ("endless", "testee-overflow"),
+                                        ("huge", "testee-overflow")])
+def test_a_misbehaving_testee_is_a_divergence_of_its_own_kind_and_the_run_ends(
+        tmp_path: Path, few_vectors: Path, mode: str, kind: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessionspec.conformance import client
+
+    monkeypatch.setattr(client, "MAX_LINE_BYTES", 1 << 20)  # the answer bound, shrunk so the overflow cases are quick
     report = tmp_path / "report.json"
-    code = main(["conform", "--examples", "0", "--timeout", "0.5", "--vectors", str(few_vectors), "--json", str(report),
+    started = time.monotonic()
+    code = main(["conform", "--examples", "0", "--timeout", "1", "--vectors", str(few_vectors), "--json", str(report),
                  "--", *scripted(tmp_path, mode)])
+    assert time.monotonic() - started < 60, "a bad testee held the run"
     assert code == 1
     data = json.loads(report.read_text())
     assert data["vectors"] == {"passed": 0, "failed": 2}
     assert {d["actual"]["error"]["kind"] for d in data["divergences"]} == {kind}
     err = capsys.readouterr().err
-    assert "reproduce: sessionspec conform --replay" in err
+    assert "reproduce: sessionspec replay" in err
     if mode == "garbage":
         assert "this is not an answer" in err
+    if mode == "crash":
+        assert "exited with code 3" in err
 
 
 def test_divergence_report_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,9 +152,25 @@ def test_divergence_report_and_replay(tmp_path: Path, capsys: pytest.CaptureFixt
     assert found["source"] == "vector" and found["rule"] == "SESSION-SURFACE-PROVENANCE.6" and found["kind"] == "provenance"
     assert found["expected"]["ok"] is False and found["actual"]["ok"] is True and found["trace"][0]["op"] == "create"
     [trace] = (tmp_path / "traces").glob("*.json")
+    assert main(["replay", str(trace), "--", *SERVE, "planted:provenance-unchecked"]) == 1
     assert main(["conform", "--replay", str(trace), "--", *SERVE, "planted:provenance-unchecked"]) == 1
-    assert main(["conform", "--replay", str(trace), "--", *SERVE, "live"]) == 0
-    assert "reference: rejected by SESSION-SURFACE-PROVENANCE.6" in capsys.readouterr().err
+    assert main(["replay", str(trace), "--", *SERVE, "live"]) == 0
+    assert main(["replay", str(trace), "--impl", "planted:provenance-unchecked"]) == 1
+    assert main(["replay", str(trace), "--impl", "live"]) == 0
+    assert "reference: rejected by SESSION-SURFACE-PROVENANCE.6" in capsys.readouterr().out
+
+
+def test_replay_refuses_anything_that_is_not_a_trace_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = {"missing.json": None, "garbage.json": b"\xff\x00", "list.json": b"[]", "old.json": b'{"format":"sessionspec-trace/1"}',
+             "bad.json": b'{"format":"sessionspec-trace/2","requests":[1]}'}
+    for name, content in cases.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        assert main(["replay", str(path)]) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Traceback" not in err and name in err, err
+    assert main(["replay", str(tmp_path)]) == 2
 
 
 def test_failure_lists(tmp_path: Path) -> None:
@@ -121,20 +188,25 @@ def test_failure_lists(tmp_path: Path) -> None:
 def test_fix_rewrites_from_observation(tmp_path: Path) -> None:
     listed = tmp_path / "known.txt"
     listed.write_text("SESSION-SURFACE-REPLACE.2-reject\n")
-    done = [Divergence("vector", "SESSION-SURFACE-PROVENANCE.6-reject", "SESSION-SURFACE-PROVENANCE.6", "provenance",
-                       {}, {}, [], answered="accepted")]
+    done = [Divergence("vector", "SESSION-SURFACE-PROVENANCE.6-reject", "append", "SESSION-SURFACE-PROVENANCE.6", "provenance",
+                       {"ok": False, "error": {"kind": "provenance"}}, {"ok": True}, [], answered="accepted")]
     failures.rewrite(listed, done)
     entries = failures.parse(listed.read_text())
     assert [e.text() for e in entries] == ["SESSION-SURFACE-PROVENANCE.6-reject accepted"]
     assert failures.judge(entries, done).ok
 
 
+@pytest.mark.parametrize("argv", [["--examples", "-1"], ["--timeout", "0"], ["--seconds", "-5"]])
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", *argv, "--", *SERVE, "live"]) == 2
+    assert "must be" in capsys.readouterr().err
+
+
 @pytest.mark.nightly
 @pytest.mark.parametrize("variant", ["stale-derived-cache", "off-by-one-splice", "provenance-unchecked", "plan-for-another-event",
                                      "events-snapshot-not-invalidated", "double-marker", "tool-result-rewrite-compares-only-id",
-                                     "no-reentrancy-guard", "ignorable-dropped", "stale-surface-view"])
+                                     "no-reentrancy-guard", "ignorable-dropped", "stale-surface-view", "mutable-messages"])
 def test_every_planted_bug_served_as_a_testee_is_caught(variant: str) -> None:
-    """`mutable-messages` is out of the protocol's reach (mutation of returned values is in-process only)."""
     assert main(["conform", "--examples", "60", "--", *SERVE, f"planted:{variant}"]) == 1
 
 

@@ -9,9 +9,8 @@ reported are what the capped shrink reached.
 import pytest
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
-from sessionspec.testing import implementations as impls
 from sessionspec.testing import planted, profiles
-from sessionspec.testing.machine import make_machine
+from sessionspec.testing.machine import machine_for
 
 SHRINK_SECONDS = 6
 
@@ -20,8 +19,8 @@ SHRINK_SECONDS = 6
 def test_the_machine_catches_the_planted_bug(bug: str, tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SESSIONSPEC_TRACE_DIR", str(tmp_path))
     monkeypatch.setattr(engine, "MAX_SHRINKING_SECONDS", SHRINK_SECONDS)
-    machine = make_machine(impls.factory(f"planted:{bug}"), name=f"planted:{bug}")
+    machine = machine_for(f"planted:{bug}")
     with pytest.raises(AssertionError):
         run_state_machine_as_test(machine, settings=profiles.planted())
-    assert machine.last_trace is not None, "the failing run left no op trace"
+    assert machine.last_trace is not None, "the failing run left no trace"
     print(f"\nplanted:{bug}: caught; shrunk counterexample has {machine.last_steps} steps ({machine.last_trace})")

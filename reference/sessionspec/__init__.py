@@ -6,8 +6,15 @@ one a program would use as its session store; the stateful machine in `sessionsp
 checks it against the model.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from sessionspec.errors import Kind, SpecViolation
 
 SESSION_FORMAT_VERSION = 0
 
-__all__ = ["SESSION_FORMAT_VERSION", "Kind", "SpecViolation"]
+try:
+    __version__ = version("sessionspec")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["SESSION_FORMAT_VERSION", "Kind", "SpecViolation", "__version__"]

@@ -1,53 +1,101 @@
-"""`sessionspec replay TRACE.json [--impl NAME]`: re-execute a machine's operation trace.
+"""`sessionspec replay TRACE [--impl NAME | -- TESTEE...]`: re-execute a trace and compare it with the reference.
 
-The trace is what a failing machine run writes (sessionspec.testing.trace): protocol requests,
-plus the shared clock's readings and the hooks. Each op runs on the chosen implementation and on
-the reference model; the implementation's answer is printed, one JSON line per op, followed by any
-difference from the model's. Exit 1 when there is a difference, 0 when there is none.
+A trace is what `conform`, the machines and `explore` write (sessionspec.conformance.trace): the
+requests that reproduce a finding. In process (`--impl`, default the implementation the trace
+names, else `live`) each request runs on the implementation and on the reference model through
+the one executor, with the same clock, and rules and times are compared; with a testee command
+after `--`, the requests go to that process and are compared as `conform` compares them. Each
+answer is printed as a JSON line, followed by any difference. Exit 0 with no difference, 1 with
+one, 2 when the trace cannot be read or the implementation cannot be run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
-from sessionspec.testing import implementations as impls
-from sessionspec.testing.trace import Side, differences, encode, read_trace
+from sessionspec.conformance import runner
+from sessionspec.conformance.compare import differences, op_of
+from sessionspec.conformance.exchange import reference_answer
+from sessionspec.conformance.executor import Executor
+from sessionspec.conformance.protocol import dumps
+from sessionspec.conformance.trace import Trace, TraceError, read_trace
+from sessionspec.model import Session
+from sessionspec.testing import implementations
 
-START_TIME = 1_700_000_000_000
+EPILOG = """examples:
+  sessionspec replay /tmp/sessionspec-traces/machine-live-1a2b3c.json
+  sessionspec replay TRACE.json --impl planted:off-by-one-splice
+  sessionspec replay TRACE.json -- ./my-testee --scp"""
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("replay", help="re-execute an operation trace and compare it with the model")
-    parser.add_argument("trace", help="a trace file written by a failing machine run")
-    parser.add_argument("--impl", default="live", help="implementation to replay against (default: live)")
-    parser.add_argument("--ignore-time", action="store_true", help="do not compare event times")
+    parser = subparsers.add_parser(
+        "replay", help="re-execute a trace (from conform, the machine or explore) and compare it with the reference",
+        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace", metavar="TRACE.json", help="a trace file written by conform, the machine or explore")
+    parser.add_argument("--impl", metavar="NAME", help="in-process implementation: model, live or planted:NAME "
+                                                       "(default: the one the trace names, else live)")
+    parser.add_argument("--ignore-time", action="store_true", help="in process, do not compare event times")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="with a testee: seconds to wait for each answer (default 10)")
+    parser.add_argument("testee", nargs="*", metavar="-- TESTEE",
+                        help="replay against this testee command (SCP v0 on stdin/stdout) instead of in process")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    ops = read_trace(args.trace)
-    now = [START_TIME]
-
-    def clock() -> int:
-        return now[0]
-
     try:
-        factory = impls.factory(args.impl)
-    except KeyError as error:
-        print(error, file=sys.stderr)
+        trace = read_trace(args.trace)
+    except TraceError as error:
+        print(f"sessionspec replay: {error}", file=sys.stderr)
         return 2
-    reference, testee = Side(impls.factory("model"), clock), Side(factory, clock)
+    command = list(args.testee)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if command:
+        return _against_testee(trace, command, Path(args.trace), args.timeout)
+    name = args.impl or trace.implementation or "live"
+    try:
+        factory = implementations.factory(name)
+    except KeyError as error:
+        print(f"sessionspec replay: {error.args[0]}", file=sys.stderr)
+        return 2
+    return _in_process(trace, name, factory, compare_time=not args.ignore_time)
+
+
+def _in_process(trace: Trace, name: str, factory: Any, *, compare_time: bool) -> int:
+    reference, testee = Executor(Session.create, "model"), Executor(factory, name)
     different = 0
-    for number, op in enumerate(ops):
-        now[0] = op.get("x-time", now[0] + 1)
-        expected, actual = reference.run(op), testee.run(op)
-        print(json.dumps(encode({"n": number, "op": op.get("op"), **actual}), ensure_ascii=False, default=repr))
-        for line in differences(expected, actual, compare_time=not args.ignore_time):
+    for number, request in enumerate(trace.requests):
+        if isinstance(request, str):
+            line = request.encode("utf-8", "surrogatepass")
+            expected, actual = reference_answer(reference, line), reference_answer(testee, line)
+        else:
+            expected, actual = reference.run(request), testee.run(request)
+        op = op_of(request)
+        print(dumps({"n": number, "op": op, **actual}).decode("utf-8"))
+        for line_of_difference in differences(op, expected, actual, rules=True, time=compare_time):
             different += 1
-            print(f"  DIFFERENCE from the model at op {number}: {line}")
-    print(f"{len(ops)} ops replayed on {args.impl}: "
-          + (f"{different} differences from the model" if different else "no difference from the model"), file=sys.stderr)
+            print(f"  DIFFERENCE from the model at request {number}: {line_of_difference}")
+    summary = f"{different} differences from the model" if different else "no difference from the model"
+    print(f"{len(trace.requests)} requests replayed on {name}: {summary}", file=sys.stderr)
     return 1 if different else 0
+
+
+def _against_testee(trace: Trace, command: list[str], path: Path, timeout: float) -> int:
+    options = runner.Options(command, timeout=timeout, replay=path)
+    try:
+        result = runner.run(options, trace=trace)
+    except runner.Unrunnable as error:
+        print(f"sessionspec replay: the testee could not be run: {error}", file=sys.stderr)
+        return 2
+    for found in result.divergences:
+        print(runner.explain(found, command))
+    summary = f"{len(result.divergences)} divergence" if result.divergences else "no divergence"
+    print(f"{len(trace.requests)} requests replayed on {shlex.join(command)}: {summary}", file=sys.stderr)
+    return 1 if result.divergences else 0
+

@@ -1,4 +1,9 @@
-"""`sessionspec serve --impl NAME`: a conformance testee (SCP v0 over stdin/stdout) over one of our implementations."""
+"""`sessionspec serve --impl NAME`: one of our implementations as a conformance testee (SCP v0 on stdin/stdout).
+
+One JSON request per line in, one JSON answer per line out, in order, until EOF. Every line gets
+exactly one answer, whatever it holds (spec/10-conformance.md). Use it as the testee of
+`sessionspec conform`, or to try the protocol by hand.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,25 @@ import argparse
 import sys
 from typing import Any
 
+from sessionspec.conformance.testee import serve, testee_for
+
+EPILOG = """examples:
+  sessionspec conform -- sessionspec serve --impl live
+  echo '{"op":"hello"}' | sessionspec serve"""
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("serve", help="serve an implementation as a conformance testee (SCP v0 on stdin/stdout)")
-    parser.add_argument("--impl", default="model", help="model, live or planted:NAME (default: model)")
+    parser = subparsers.add_parser("serve", help="serve an implementation as a conformance testee (SCP v0 on stdin/stdout)",
+                                   description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--impl", default="model", metavar="NAME", help="model, live or planted:NAME (default: model)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sessionspec.conformance.testee import serve, testee_for
-
     try:
         testee = testee_for(args.impl)
-    except (KeyError, ImportError) as error:
-        print(f"sessionspec serve: {error}", file=sys.stderr)
+    except KeyError as error:
+        print(f"sessionspec serve: {error.args[0]}", file=sys.stderr)
         return 2
     serve(testee, sys.stdin.buffer, sys.stdout.buffer)
     return 0

@@ -116,10 +116,22 @@ def _pairs() -> list[Pair]:
     u, a, r = user(), assistant(), result()
     m = ("message",)
     return [
-        ("SESSION-LOSSLESS-JSON.2", fresh, append(NOTE, {"n": 2**53}), append(NOTE, {"n": 2**53 - 1})),
-        ("SESSION-LOSSLESS-JSON.3", fresh, '{"op":"append","type":"plugin/note","data":{"x":1e400}}',
+        # Request lines are JSON text, read by the lossless text reader (spec/01, "JSON text").
+        ("SESSION-LOSSLESS-TEXT.1", fresh, '{"op":"append","type":"plugin/note","data":"\udcff"}',
+         '{"op":"append","type":"plugin/note","data":"\\udcff"}'),
+        ("SESSION-LOSSLESS-TEXT.2", fresh, "not json", '{"op":"snapshot"}'),
+        ("SESSION-LOSSLESS-TEXT.2", fresh, '\ufeff{"op":"snapshot"}', '{"op":"snapshot"}'),
+        ("SESSION-LOSSLESS-TEXT.3", fresh, '{"op":"append","type":"plugin/note","data":{"x":1e400}}',
          '{"op":"append","type":"plugin/note","data":{"x":1e300}}'),
-        ("SESSION-LOSSLESS-JSON.4", fresh, append(NOTE, {"x": [-0.0]}), append(NOTE, {"x": [0.0]})),
+        ("SESSION-LOSSLESS-TEXT.4", fresh, append(NOTE, {"n": 2**53}), append(NOTE, {"n": 2**53 - 1})),
+        ("SESSION-LOSSLESS-TEXT.4", fresh, append(NOTE, [{"n": [-(2**64)]}]), append(NOTE, [{"n": [-(2**53 - 1)]}])),
+        ("SESSION-LOSSLESS-TEXT.5", fresh, append(NOTE, {"x": [-0.0]}), append(NOTE, {"x": [0.0]})),
+        ("SESSION-LOSSLESS-TEXT.5", fresh, '{"op":"append","type":"plugin/note","data":{"x":-0}}',
+         '{"op":"append","type":"plugin/note","data":{"x":0}}'),
+        ("SESSION-LOSSLESS-TEXT.5", fresh, '{"op":"append","type":"plugin/note","data":[{"x":[-0e0]}]}',
+         '{"op":"append","type":"plugin/note","data":[{"x":[0e0]}]}'),
+        ("SESSION-LOSSLESS-TEXT.6", fresh, '{"op":"append","type":"plugin/note","data":{"a":1,"a":1}}',
+         '{"op":"append","type":"plugin/note","data":{"a":1,"b":1}}'),
         ("SESSION-EVENT-ENVELOPE.1", fresh, append(NOTE, {}, seq=0), append(NOTE, {})),
         ("SESSION-EVENT-ENVELOPE.1", fresh, create(seed=[{**seed_event(0), "extra": 1}]), create(seed=[seed_event(0)])),
         ("SESSION-EVENT-ENVELOPE.2", fresh, append("", {}), append(NOTE, {})),
@@ -203,12 +215,12 @@ def _pairs() -> list[Pair]:
          create(seed=[seed_event(0), seed_event(1, type="session/end-seed", data={})])),
         ("SESSION-SEED-ACCEPTANCE.1", fresh, create(seed={"events": []}), create(seed=[])),
         ("SESSION-SEED-ACCEPTANCE.2", fresh, create(seed=[seed_event(1)]), create(seed=[seed_event(0), seed_event(1)])),
-        ("SESSION-CONFORMANCE-PROTOCOL.1", fresh, "not json", '{"op":"snapshot"}'),
         ("SESSION-CONFORMANCE-PROTOCOL.1", fresh, '["snapshot"]', '{"op":"hello"}'),
         ("SESSION-CONFORMANCE-PROTOCOL.2", fresh, {"op": "compact"}, {"op": "snapshot"}),
         ("SESSION-CONFORMANCE-PROTOCOL.3", (*TURN, create(header=[])), append(NOTE, {}), create()),
         ("SESSION-CONFORMANCE-PROTOCOL.4", fresh, {"op": "create", "id": "s1", "seed": None}, create()),
         ("SESSION-CONFORMANCE-PROTOCOL.5", fresh, {"op": "fold", "events": {}}, {"op": "fold", "events": []}),
+        ("SESSION-CONFORMANCE-PROTOCOL.6", fresh, append(NOTE, {}, **{"x-nonsense": 1}), append(NOTE, {})),
     ]
 
 

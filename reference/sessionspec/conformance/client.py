@@ -1,37 +1,46 @@
-"""The runner's side of SCP v0: a testee process, and a Session-shaped view of it.
+"""The runner's side of SCP v0: one testee process, driven so that nothing it does can hang or crash the runner.
 
-`Connection` owns one testee subprocess and never hangs on it: answers are read by a thread, so a
-testee that stops answering is a timeout; one that exits is a crash (restarted for the next case);
-a line that is not a JSON object with a boolean `ok` is a protocol error that quotes it.
-`RemoteSession` exposes the read and append API of `model.Session`, built from `snapshot` answers,
-for code that wants to treat an external implementation as a session.
+`Connection` writes request lines and reads answer lines on its own threads, so requests can be
+pipelined (many in flight, answers matched in order) and a testee that misbehaves is named, never
+waited on forever: a deadline per answer that a partial line does not extend, a bound on an answer
+line (read in linear time, dropped as soon as it is over), and a kind for each way a testee fails:
+it could not start, exited (with its code), closed stdout but lives, timed out, overflowed the line
+bound, or wrote something that is not an answer. Its stderr is kept as a bounded tail for reports.
+`RemoteSession` exposes the read and append API of `model.Session` over a connection.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import json
 import os
+import queue
+import re
 import select
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import orjson
 
-from sessionspec.conformance.protocol import Answer, dumps
+from sessionspec.conformance.protocol import MAX_LINE_BYTES, Answer, dumps
 from sessionspec.envelope import Event, Replace, parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenList, snapshot, thaw
+from sessionspec.storage.losslessparse import parse
 from sessionspec.surface import Surface
 
-_EOF = b""
+STDERR_TAIL: Final = 4096
+_LONG_DIGITS: Final = re.compile(rb"\d{20,}")
+_EOF: Final = object()
+_OVERFLOW: Final = object()
 
 
 class TesteeFailure(Exception):
-    """The testee could not answer: `crash`, `timeout` or `protocol` (a malformed answer)."""
+    """The testee could not answer: `unstartable`, `exited`, `closed`, `timeout`, `overflow` or `protocol`."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -43,116 +52,108 @@ class TesteeFailure(Exception):
         return {"ok": False, "error": {"kind": f"testee-{self.kind}", "message": self.message, "rule": None}}
 
 
-class Connection:
-    """One running testee; `request` sends a request and returns its answer or raises TesteeFailure."""
+def _read_answers(stream: IO[bytes], lines: queue.Queue[Any], bound: int) -> None:
+    """The reader thread: whole lines into `lines`, in linear time; then _OVERFLOW or _EOF, and stop."""
+    fd = stream.fileno()
+    pending = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            lines.put(_EOF)
+            return
+        start = 0
+        end = chunk.find(b"\n")
+        while end >= 0:
+            pending += chunk[start:end]
+            lines.put(bytes(pending))
+            pending.clear()
+            start = end + 1
+            end = chunk.find(b"\n", start)
+        pending += chunk[start:]
+        if len(pending) > bound:
+            lines.put(_OVERFLOW)
+            return
 
-    def __init__(self, command: Sequence[str], *, timeout: float = 10.0) -> None:
+
+def _keep_tail(stream: IO[bytes], tail: collections.deque[bytes]) -> None:
+    """The stderr thread: drain everything (a full pipe would stall the testee), keep the last STDERR_TAIL bytes."""
+    fd = stream.fileno()
+    kept = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        tail.append(chunk)
+        kept += len(chunk)
+        while kept - len(tail[0]) >= STDERR_TAIL:
+            kept -= len(tail.popleft())
+
+
+class Connection:
+    """One running testee. `send` writes a request line, `receive` reads the next answer; `request` does both."""
+
+    def __init__(self, command: Sequence[str], *, timeout: float = 10.0, bound: int | None = None) -> None:
         self.command = list(command)
         self.timeout = timeout
+        self.bound = bound if bound is not None else MAX_LINE_BYTES
         self.restarts = 0
         self.requests = 0
         self._process: subprocess.Popen[bytes] | None = None
-        self._buffer = bytearray()
-        self._stderr: IO[bytes] | None = None
+        self._lines: queue.Queue[Any] = queue.Queue()
+        self._tail: collections.deque[bytes] = collections.deque()
+        self._sent: collections.deque[float] = collections.deque()
+        self._last_answer = 0.0
+
+    # --- the process ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start (or restart) the testee; raises TesteeFailure if it cannot be run at all."""
+        """Start (or restart) the testee; raises TesteeFailure("unstartable") if it cannot be run at all."""
         self.close()
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the testee
         try:
-            self._process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=self._stderr, bufsize=0)
-        except OSError as error:
-            raise TesteeFailure("crash", f"cannot start testee {self.command}: {error}") from None
-        self._buffer = bytearray()
+            process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, bufsize=0)
+        except (OSError, ValueError) as error:
+            raise TesteeFailure("unstartable", f"cannot start testee {self.command}: {error}") from None
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self._process = process
+        self._lines = queue.Queue()
+        self._tail = collections.deque()
+        self._sent.clear()
+        threading.Thread(target=_read_answers, args=(process.stdout, self._lines, self.bound), daemon=True).start()
+        threading.Thread(target=_keep_tail, args=(process.stderr, self._tail), daemon=True).start()
 
     def restart(self) -> None:
         self.restarts += 1
         self.start()
 
-    def stderr_tail(self, limit: int = 600) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0, os.SEEK_END)
-        size = self._stderr.tell()
-        self._stderr.seek(max(0, size - limit))
-        return self._stderr.read().decode("utf-8", "replace").strip()
+    @property
+    def running(self) -> bool:
+        return self._process is not None
 
-    def _died(self, what: str) -> TesteeFailure:
+    def stderr_tail(self) -> str:
+        return b"".join(self._tail)[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+
+    def _failure(self, kind: str, what: str) -> TesteeFailure:
+        """Name what went wrong, then make sure the process is gone: the next case starts a fresh one."""
         process = self._process
         code = process.poll() if process is not None else None
-        tail = self.stderr_tail()
+        if kind == "closed" and process is not None and code is None:
+            # EOF on stdout usually means the process is exiting: give it a moment to say so.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = process.wait(timeout=0.5)
+        if kind == "closed" and code is not None:
+            kind, what = "exited", f"exited with code {code} {what}"
         self._kill()
-        detail = f"; stderr: {tail}" if tail else ""
-        return TesteeFailure("crash", f"testee {what} (exit code {code}){detail}")
-
-    def request(self, request: Mapping[str, Any] | bytes) -> Answer:
-        """Send one request (an object, or a raw line for the vectors that are not JSON) and read its answer."""
-        if self._process is None:
-            self.start()
-        process = self._process
-        assert process is not None and process.stdin is not None
-        line = request if isinstance(request, bytes) else dumps(dict(request))
-        self.requests += 1
-        try:
-            self._write(process.stdin, line + b"\n")
-        except (BrokenPipeError, OSError):
-            raise self._died("exited before reading the request") from None
-        assert process.stdout is not None
-        raw = self._read_line(process.stdout.fileno())
-        if raw is None:
-            self._kill()
-            raise TesteeFailure("timeout", f"no answer within {self.timeout:g} s")
-        if raw == _EOF:
-            raise self._died("exited without answering")
-        return parse_answer(raw)
-
-    def _read_line(self, fd: int) -> bytes | None:
-        """The next answer line, EOF (b"") or None on timeout; select keeps a silent testee from hanging us."""
-        deadline = time.monotonic() + self.timeout
-        buffer = self._buffer
-        while True:
-            end = buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(buffer[: end + 1])
-                del buffer[: end + 1]
-                return line
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                return None
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                if buffer:
-                    line = bytes(buffer)
-                    buffer.clear()
-                    return line
-                return _EOF
-            buffer += chunk
-
-    def _write(self, stdin: IO[bytes], data: bytes) -> None:
-        if len(data) < 32_768:
-            _write_all(stdin, data)
-            return
-        # A large request could fill the pipe of a testee that stopped reading: write it off-thread.
-        failure: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                _write_all(stdin, data)
-            except BaseException as error:
-                failure.append(error)
-
-        writer = threading.Thread(target=write, daemon=True)
-        writer.start()
-        writer.join(self.timeout)
-        if writer.is_alive():
-            self._kill()
-            raise TesteeFailure("timeout", f"the testee did not read a request within {self.timeout:g} s")
-        if failure:
-            raise OSError(str(failure[0]))
+        tail = self.stderr_tail()
+        return TesteeFailure(kind, what + (f"; stderr: {tail[-600:]}" if tail else ""))
 
     def _kill(self) -> None:
-        """Kill first, then close: closing a pipe the reader thread is blocked on would wait for it."""
         process, self._process = self._process, None
         if process is None:
             return
@@ -160,46 +161,90 @@ class Connection:
             process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
-        for stream in (process.stdin, process.stdout):
-            try:
+        for stream in (process.stdin, process.stdout, process.stderr):
+            with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
-            except OSError:
-                pass
 
     def close(self) -> None:
         """EOF ends the testee; one that lingers is killed."""
         process = self._process
         if process is not None and process.poll() is None and process.stdin is not None:
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 process.stdin.close()
                 process.wait(timeout=2)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self._kill()
 
+    # --- requests and answers -------------------------------------------------------------------
 
-def _write_all(stdin: IO[bytes], data: bytes) -> None:
-    """An unbuffered pipe may take a write in parts."""
-    view = memoryview(data)
-    while view:
-        written = stdin.write(view)
-        view = view[written or 0 :]
+    def send(self, request: Mapping[str, Any] | bytes) -> None:
+        """Write one request line without waiting for its answer (pipelining); raises TesteeFailure."""
+        if self._process is None:
+            self.start()
+        process = self._process
+        assert process is not None and process.stdin is not None
+        line = request if isinstance(request, bytes) else dumps(dict(request))
+        self.requests += 1
+        self._write(process.stdin, line + b"\n")
+        self._sent.append(time.monotonic())
+
+    def _write(self, stdin: IO[bytes], data: bytes) -> None:
+        """Write all of `data` by the deadline: a testee that stops reading cannot hold the runner."""
+        fd = stdin.fileno()
+        os.set_blocking(fd, False)
+        view = memoryview(data)
+        deadline = time.monotonic() + self.timeout
+        while view:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                written = 0
+            except OSError:  # EPIPE: it is gone
+                raise self._failure("closed", "before reading the request") from None
+            view = view[written:]
+            if view:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
+                    raise self._failure("timeout", f"did not read a request within {self.timeout:g} s")
+
+    def receive(self) -> Answer:
+        """The answer to the oldest request in flight; raises TesteeFailure."""
+        sent = self._sent.popleft() if self._sent else time.monotonic()
+        # An answer is due `timeout` seconds after its request was sent or the answer before it came, whichever
+        # is later: a testee working through a pipeline is not late, one that stalls is; partial lines do not count.
+        deadline = max(sent, self._last_answer) + self.timeout
+        try:
+            item = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise self._failure("timeout", f"no answer within {self.timeout:g} s") from None
+        if item is _EOF:
+            raise self._failure("closed", "closed its stdout without answering")
+        if item is _OVERFLOW:
+            raise self._failure("overflow", f"wrote an answer line over {self.bound:,} bytes")
+        self._last_answer = time.monotonic()
+        return parse_answer(item)
+
+    def request(self, request: Mapping[str, Any] | bytes) -> Answer:
+        """Send one request and read its answer (lock-step)."""
+        self.send(request)
+        return self.receive()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._sent)
 
 
 def parse_answer(raw: bytes) -> Answer:
-    """A protocol answer, or a TesteeFailure quoting the line that is not one."""
-    quoted = raw.rstrip(b"\r\n").decode("utf-8", "replace")
+    """A protocol answer, or TesteeFailure("protocol") quoting the line that is not one."""
+    quoted = raw.rstrip(b"\r").decode("utf-8", "replace")
     quoted = quoted if len(quoted) <= 300 else quoted[:300] + "..."
-    try:
-        answer = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    if _LONG_DIGITS.search(raw):  # orjson reads an integer beyond 64 bits as a float: read it exactly
+        answer = _slow_answer(raw, quoted)
+    else:
         try:
-            import json
-
-            answer = json.loads(raw)
-        except ValueError:
-            raise TesteeFailure("protocol", f"answer is not JSON: {quoted!r}") from None
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            answer = _slow_answer(raw, quoted)
     if not isinstance(answer, dict) or type(answer.get("ok")) is not bool:
         raise TesteeFailure("protocol", f"answer is not an object with a boolean ok: {quoted!r}")
     if not answer["ok"]:
@@ -207,6 +252,19 @@ def parse_answer(raw: bytes) -> Answer:
         if not isinstance(error, dict) or type(error.get("kind")) is not str:
             raise TesteeFailure("protocol", f"failure answer without error.kind: {quoted!r}")
     return answer
+
+
+def _slow_answer(raw: bytes, quoted: str) -> Any:
+    """An answer orjson will not read: integers beyond 64 bits (read exactly), or nesting beyond its limit."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        try:
+            return parse(raw)
+        except SpecViolation as violation:
+            raise TesteeFailure("protocol", f"answer is not lossless JSON ({violation.rule}): {quoted!r}") from None
+    except ValueError:
+        raise TesteeFailure("protocol", f"answer is not JSON: {quoted!r}") from None
 
 
 def _violation(answer: Answer) -> SpecViolation:
@@ -220,10 +278,10 @@ def _violation(answer: Answer) -> SpecViolation:
 
 
 class RemoteSession:
-    """A testee's session behind the `model.Session` read and append API.
+    """A testee's session behind the `model.Session` read and append API, built from `snapshot` answers.
 
     Validators and observers are in-process hooks a remote implementation cannot run; a session
-    created with any is refused (the conformance machine uses the protocol directly instead).
+    created with any is refused (the machines use the protocol's x-hooks instead).
     """
 
     def __init__(self, connection: Connection, session_id: str) -> None:

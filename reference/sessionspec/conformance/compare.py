@@ -1,31 +1,29 @@
-"""How the runner compares a testee's answer with the reference's (spec/10-conformance.md, "Comparison").
+"""How one answer is compared with the reference's (spec/10-conformance.md, "Comparison"): one function, two modes.
 
-Time is ignored (an event's `time` is the testee's own clock). Accept or reject is always
-compared; the kind of a rejection is compared unless the testee says `internal` (it may not
-classify its errors); the rule is never compared (other implementations need not name rules);
-everything else an accepting answer carries is compared exactly, as JSON.
+Over the protocol (`rules=False, time=False`, the runner and replay against a testee): accept or
+reject always; the kind of a rejection always, `internal` included (a crash on invalid input is
+a divergence, never a wildcard); the rule never (another implementation need not name our
+rules); everything else an accepting answer carries exactly, as JSON, except `time` in event
+envelopes (the testee's own clock). In process (`rules=True, time=True`, the machines, which share
+one clock and one rule registry), rules and times are compared too.
+
+A snapshot field an external testee does not carry (`seq`, `header`, `transcript`,
+`requestHeader`, `requestContext`) is not a divergence but a check that could not be made;
+`unchecked` names them so the report can say so.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
-from sessionspec.conformance.protocol import Answer
+from sessionspec.conformance.protocol import OPTIONAL_OPS, Answer
 from sessionspec.jsonvalue import json_equal
 
-OPTIONAL_OPS = frozenset({"fold", "repair"})
-"""Ops a testee may answer `unsupported`; such a step is skipped, not a divergence."""
-
-
-def timeless(value: Any) -> Any:
-    """`value` with `time` removed from every event envelope in it."""
-    if isinstance(value, dict):
-        is_event = "type" in value and "seq" in value and "data" in value
-        return {k: timeless(v) for k, v in value.items() if not (is_event and k == "time")}
-    if isinstance(value, list):
-        return [timeless(v) for v in value]
-    return value
+OPTIONAL_FIELDS: Final = frozenset({"seq", "header", "transcript", "requestHeader", "requestContext"})
+"""Snapshot fields added after SCP v0 was fixed: compared when the testee carries them."""
+_ONE_EVENT: Final = frozenset({"event", "x-candidate"})
+_EVENTS: Final = frozenset({"events", "closers"})
 
 
 def op_of(request: Any) -> Any:
@@ -33,13 +31,13 @@ def op_of(request: Any) -> Any:
     if isinstance(request, str):
         try:
             request = json.loads(request)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return request.get("op") if isinstance(request, dict) else None
 
 
 def skipped(op: Any, actual: Answer) -> bool:
-    """An optional op the testee does not implement."""
+    """An optional op the testee does not implement: the step is skipped, not a divergence."""
     error = actual.get("error")
     return op in OPTIONAL_OPS and not actual.get("ok") and isinstance(error, dict) and error.get("kind") == "unsupported"
 
@@ -52,28 +50,63 @@ def describe(answer: Answer) -> str:
     return f"rejected{rule} [{error.get('kind')}]: {str(error.get('message', ''))[:300]}"
 
 
-def differences(op: Any, expected: Answer, actual: Answer) -> list[str]:
+def _without_time(key: str, value: Any) -> Any:
+    """`value` with `time` taken out of the event envelopes a key of an answer holds (no deep walk: values may be deep)."""
+    if key in _ONE_EVENT and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "time"}
+    if key in _EVENTS and isinstance(value, list):
+        return [{k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e for e in value]
+    return value
+
+
+def _error(answer: Answer) -> dict[str, Any]:
+    error = answer.get("error")
+    return error if isinstance(error, dict) else {}
+
+
+def differences(op: Any, expected: Answer, actual: Answer, *, rules: bool = False, time: bool = False) -> list[str]:
     """What makes `actual` diverge from `expected` for a request with op `op` (empty: they agree)."""
     if expected.get("ok") != actual.get("ok"):
-        return [f"expected {describe(expected)}; testee {describe(actual)}"]
-    if not expected["ok"]:
-        kind, expected_kind = actual["error"]["kind"], expected["error"]["kind"]
-        if kind not in ("internal", expected_kind):
-            return [f"rejected with kind {kind}, expected {expected_kind} ({expected['error'].get('rule')})"]
-        return []
+        return [f"expected {describe(expected)}; got {describe(actual)}"]
     if op == "hello":
         return []
-    out = []
+    out: list[str] = []
+    if not expected.get("ok"):
+        want, got = _error(expected), _error(actual)
+        if got.get("kind") != want.get("kind"):
+            out.append(f"rejected with kind {got.get('kind')}, expected {want.get('kind')} ({want.get('rule')})")
+        elif rules and got.get("rule") != want.get("rule"):
+            out.append(f"rejected by {got.get('rule')}, expected {want.get('rule')} [{want.get('kind')}]")
     for key in expected:
-        if key == "ok":
+        if key in ("ok", "error"):
             continue
         if key not in actual:
-            out.append(f"answer lacks {key!r}")
-        elif not json_equal(timeless(expected[key]), timeless(actual[key])):
-            out.append(f"{key}: expected {_short(timeless(expected[key]))}, got {_short(timeless(actual[key]))}")
+            if not (key in OPTIONAL_FIELDS and not rules):
+                out.append(f"answer lacks {key!r}")
+            continue
+        left, right = expected[key], actual[key]
+        if key == "x-reentrant" and isinstance(left, dict) and isinstance(right, dict):
+            out.extend(f"x-reentrant: {why}" for why in differences("append", left, right, rules=rules, time=time))
+            continue
+        if not time:
+            left, right = _without_time(key, left), _without_time(key, right)
+        if not json_equal(left, right):
+            out.append(f"{key}: expected {_short(left)}, got {_short(right)}")
+    if rules:  # in process both sides are ours: an answer key only one of them gives is a difference too
+        out.extend(f"answer has {key!r}, the reference's does not" for key in actual if key not in expected)
     return out
 
 
+def unchecked(expected: Answer, actual: Answer) -> list[str]:
+    """The optional snapshot fields the reference gave and the testee did not: checks that could not be made."""
+    if not (expected.get("ok") and actual.get("ok")):
+        return []
+    return sorted(key for key in OPTIONAL_FIELDS if key in expected and key not in actual)
+
+
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (ValueError, RecursionError):
+        text = repr(type(value))
     return text if len(text) <= 400 else text[:400] + "..."

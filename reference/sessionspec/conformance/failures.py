@@ -1,18 +1,23 @@
 """Failure lists: the divergences an implementation is known to have, kept honest.
 
-One entry a line: a vector id, or a rule ID, each optionally followed by the kind the testee
-answers (or `accepted`); `#` starts a comment. A listed case that does not diverge, or diverges
-with another kind, fails the run, so the list shrinks as the implementation is fixed and never
-hides a new bug (the protobuf conformance runner's rule).
+One entry a line: a vector id, or a machine family's key (`append:SESSION-LOSSLESS-JSON.2`; a bare
+rule ID matches every op), each optionally followed by what the testee answers (`accepted`, its
+kind, or `differs:FIELDS`); `#` starts a comment. A listed family is known from the start of the
+run, so the machine's search looks past it for new ones. A listed case that does not diverge, or
+diverges with another answer, fails the run, so the list shrinks as the implementation is fixed
+and never hides a new bug (the protobuf conformance runner's rule).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessionspec.conformance.machine import Divergence
+from sessionspec.conformance.divergence import Divergence
+
+_RULE_ID = re.compile(r"^SESSION-[A-Z-]+\.\d+$")
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,10 @@ class Entry:
 
     def text(self) -> str:
         return self.key if self.kind is None else f"{self.key} {self.kind}"
+
+    def matches(self, divergence: Divergence) -> bool:
+        keys = (divergence.id,) if divergence.source == "vector" else (divergence.key, divergence.rule)
+        return self.key in keys and (self.kind is None or self.kind == divergence.answered)
 
 
 def parse(text: str) -> list[Entry]:
@@ -35,10 +44,13 @@ def parse(text: str) -> list[Entry]:
 
 
 def key_of(divergence: Divergence) -> str:
-    """Vectors are listed by id; machine divergences by rule (they have no stable id)."""
-    if divergence.source == "vector":
-        return divergence.id
-    return divergence.rule or divergence.id
+    """Vectors are listed by id; machine divergences by their family's key (they have no stable id)."""
+    return divergence.id if divergence.source == "vector" else divergence.key
+
+
+def known(entries: Iterable[Entry]) -> frozenset[str]:
+    """The machine families a list names in full (key and answer): the search treats them as found."""
+    return frozenset(entry.text() for entry in entries if entry.kind is not None and ":" in entry.key)
 
 
 @dataclass
@@ -52,31 +64,37 @@ class Verdict:
         return not self.unexpected and not self.stale
 
 
-def judge(entries: Iterable[Entry], divergences: Iterable[Divergence]) -> Verdict:
-    """Split divergences into listed and new, and name the entries that no longer hold."""
-    listed = {entry.key: entry for entry in entries}
-    seen: dict[str, set[str | None]] = {}
-    expected, unexpected = [], []
+def judge(entries: Iterable[Entry], divergences: Iterable[Divergence], *, searched: bool = True) -> Verdict:
+    """Split divergences into listed and new, and name the entries that no longer hold.
+
+    `divergences` includes the known families the search met (it looks past them, but notes them);
+    `searched=False` (a run without the machine) judges only the vector entries.
+    """
+    entries = list(entries)
+    expected: list[Divergence] = []
+    unexpected: list[Divergence] = []
+    matched: set[int] = set()
     for divergence in divergences:
-        key = key_of(divergence)
-        seen.setdefault(key, set()).add(divergence.answered)
-        entry = listed.get(key)
-        if entry is not None and (entry.kind is None or entry.kind == divergence.answered):
-            expected.append(divergence)
-        else:
-            unexpected.append(divergence)
+        hits = [entry for entry in entries if entry.matches(divergence)]
+        matched.update(entry.line for entry in hits)
+        (expected if hits else unexpected).append(divergence)
     stale = []
-    for entry in listed.values():
-        kinds = seen.get(entry.key)
-        if kinds is None:
-            stale.append(f"line {entry.line}: {entry.text()} passes now (remove it)")
-        elif entry.kind is not None and entry.kind not in kinds:
-            stale.append(f"line {entry.line}: {entry.text()} fails differently ({', '.join(sorted(map(str, kinds)))})")
+    for entry in entries:
+        if entry.line in matched:
+            continue
+        if not searched and not _is_vector_id(entry.key):
+            continue
+        stale.append(f"line {entry.line}: {entry.text()} passes now (remove it)")
     return Verdict(expected, unexpected, stale)
+
+
+def _is_vector_id(key: str) -> bool:
+    """A vector id (`SESSION-SURFACE-REPLACE.2-reject`, `scenario-seed`), not a family key or a bare rule ID."""
+    return ":" not in key and not _RULE_ID.match(key)
 
 
 def rewrite(path: Path, divergences: Iterable[Divergence]) -> None:
     """`--fix`: the list of what was observed, one entry per key, sorted."""
-    observed = sorted({f"{key_of(d)} {d.answered}" if d.answered else key_of(d) for d in divergences})
+    observed = sorted({f"{key_of(d)} {d.answered}" for d in divergences})
     header = "# Known conformance divergences (sessionspec conform --failures FILE --fix writes this).\n"
     path.write_text(header + "".join(f"{line}\n" for line in observed), encoding="utf-8")

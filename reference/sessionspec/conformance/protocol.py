@@ -1,241 +1,97 @@
-"""SCP v0: the request and answer shapes, and their translation to the Session API (spec/10-conformance.md).
+"""SCP v0: the request and answer shapes and their JSON text (spec/10-conformance.md).
 
 The protocol is the one thing another implementation codes against, so it is small and closed:
 a JSON object per line, an `op` naming one of six operations, and an answer that is either
-`{"ok": true, ...}` or `{"ok": false, "error": {kind, message, rule}}`. `Testee` is the
-protocol's semantics over any implementation from `sessionspec.testing.implementations`; the testee process and the
-runner's oracle both use it, so the reference answers are, by construction, what the spec says.
+`{"ok": true, ...}` or `{"ok": false, "error": {kind, message, rule}}`. What a request *does* is
+`sessionspec.conformance.executor`'s, the one place every side (the testee process, the machines,
+replay, the vectors) runs it.
+
+Request lines are JSON text, read by the same lossless reader as stored logs (SESSION-LOSSLESS-TEXT):
+a line two JSON readers could read as two values (a key named twice, `-0`, `2**60`, `1e400`,
+invalid UTF-8, a byte-order mark) is refused with the rule it breaks, kind `json`, never guessed at.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
-import json
-import re
 import traceback
-from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import orjson
 
-from sessionspec.envelope import parse_event
-from sessionspec.errors import Kind, SpecViolation, check, fail
-from sessionspec.jsonvalue import thaw
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.logcheck.reader import parse_line
 from sessionspec.rules import define
-from sessionspec.surface import fold
+from sessionspec.storage.losslessparse import dumps as lossless_dumps
 
 PROTOCOL_VERSION: Final = 0
 START_TIME: Final = 1_700_000_000_000
-"""The fake clock of every `create` starts here and ticks by one per reading: answers are deterministic."""
+"""The testee's clock starts here at every `create` and ticks by one per reading: answers are deterministic."""
 OPS: Final = ("hello", "create", "append", "snapshot", "fold", "repair")
+OPTIONAL_OPS: Final = frozenset({"fold", "repair", "x-rebuild", "x-mutate"})
+"""Ops a testee may answer `unsupported`; the runner then skips the step instead of counting a divergence."""
 HOOKS: Final = "x-hooks"
-"""The extension an in-process testee offers: `x-validator` / `x-observer` on append arm a veto, a raising or a
-reentrant hook for that one append (what SESSION-APPEND-COMMIT.2/.4 need, and no other process can express)."""
+"""Extension: an append may arm in-process hooks for itself (`x-validator`, `x-observer`, `x-clock`), any request may
+fix the clock's reading (`x-time`), and the caller may change its request after the append (`x-mutate-input`)."""
+INPROCESS: Final = "x-inprocess"
+"""Extension: the ops `x-rebuild` (a fresh session seeded with the current events) and `x-mutate` (try to mutate
+what the session returned), which only an implementation with Python objects to hand out can answer."""
+HOOK_VALUES: Final = {
+    "x-validator": ("raise", "violation", "reentrant"),
+    "x-observer": ("raise", "reentrant"),
+    "x-clock": ("reentrant",),
+    "x-mutate-input": ("data",),
+}
+"""The hooks an append may arm, and what each may do (spec/10's x-hooks)."""
 REENTRANT_REQUEST: Final = {"type": "turn/start", "data": {"turn": 99}}
+"""What a reentrant hook tries to append: a valid request, refused only because it nests."""
+MAX_LINE_BYTES: Final = 64 << 20
+"""SESSION-CONFORMANCE-PROTOCOL.7: a request or answer line is at most this many bytes (the stored record bound)."""
 
 K = Kind
 REQUEST_OBJECT = define("SESSION-CONFORMANCE-PROTOCOL.1", K.JSON, "a request line is one JSON object with a string op")
 UNSUPPORTED_OP = define("SESSION-CONFORMANCE-PROTOCOL.2", K.UNSUPPORTED, "an op the testee does not implement is answered unsupported")
 NO_SESSION = define("SESSION-CONFORMANCE-PROTOCOL.3", K.UNSUPPORTED, "append and snapshot need a session made by create")
-CREATE_SHAPE = define("SESSION-CONFORMANCE-PROTOCOL.4", K.ENVELOPE,
-                      "create carries exactly id, seed and header")
+CREATE_SHAPE = define("SESSION-CONFORMANCE-PROTOCOL.4", K.ENVELOPE, "create carries exactly id, seed and header")
 EVENT_LIST = define("SESSION-CONFORMANCE-PROTOCOL.5", K.ENVELOPE, "fold and repair carry exactly events, a list")
+EXTENSION = define("SESSION-CONFORMANCE-PROTOCOL.6", K.UNSUPPORTED,
+                   "an extension key or value the testee does not offer is refused as unsupported, never ignored")
+LINE_BOUND = define("SESSION-CONFORMANCE-PROTOCOL.7", K.JSON, "a request line is at most 64 MiB")
 
 Answer = dict[str, Any]
-Factory = Callable[..., Any]
-
-_LONG_DIGITS = re.compile(rb"\d{20,}")
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def loads(line: bytes) -> Any:
-    """One request line as JSON, losslessly.
+    """One request line as a JSON value, read losslessly; raises the SESSION-LOSSLESS-TEXT rule it breaks.
 
-    orjson is fast but turns integers beyond 64 bits into floats and refuses lone surrogates and
-    1e400; those lines go to the standard parser, which keeps them exact so that the spec's own
-    rules (SESSION-LOSSLESS-JSON.2/.3) reject them rather than the parser.
+    The runner's own lines are canonical (orjson wrote them), so they are read at C speed; any
+    other spelling goes to the lossless reader, which names what it refuses.
     """
-    if not _LONG_DIGITS.search(line):
-        try:
-            return orjson.loads(line)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(line, parse_constant=_no_constants)
+    # SESSION-CONFORMANCE-PROTOCOL.7: a line is bounded, so one request cannot take a testee's memory.
+    if len(line) > MAX_LINE_BYTES:
+        raise SpecViolation(LINE_BOUND, K.JSON, f"request line of {len(line):,} bytes is over {MAX_LINE_BYTES:,}")
+    return parse_line(line)
 
 
 def dumps(answer: Answer) -> bytes:
-    """One answer line (without the newline); lone surrogates are written as escapes."""
+    """One answer line (without its newline): compact UTF-8, lone surrogates escaped, any depth.
+
+    orjson is tried first; an answer it refuses (a lone surrogate, nesting beyond its limit) is
+    written by the iterative lossless writer, so no answer a valid request earns fails to encode.
+    """
     try:
         return orjson.dumps(answer)
-    except TypeError:
-        return json.dumps(answer, ensure_ascii=True, separators=(",", ":"), default=repr).encode()
+    except (TypeError, orjson.JSONEncodeError):
+        return lossless_dumps(answer).encode("utf-8")
 
 
 def error_answer(error: BaseException) -> Answer:
-    """A failure answer: a SpecViolation's kind and rule, or `internal` for anything else."""
+    """A failure answer: a SpecViolation's kind, rule and place, or `internal` for anything else."""
     if isinstance(error, SpecViolation):
         return {"ok": False, "error": error.to_json()}
     text = "".join(traceback.format_exception_only(error)).strip()
     return {"ok": False, "error": {"kind": Kind.INTERNAL.value, "message": text, "rule": None}}
 
 
-def json_error(problem: str) -> Answer:
-    """SESSION-CONFORMANCE-PROTOCOL.1: a line that is not a JSON object with an op."""
-    return {"ok": False, "error": {"kind": Kind.JSON.value, "message": f"{REQUEST_OBJECT}: {problem}", "rule": REQUEST_OBJECT}}
-
-
-class Testee:
-    """The protocol over one implementation: holds the current session, answers one request at a time."""
-
-    def __init__(self, name: str, factory: Factory) -> None:
-        self.name = name
-        self.factory = factory
-        self.session: Any = None
-        self._now = START_TIME
-        self._validator_mode: Any = None
-        self._observer_mode: Any = None
-        self._reentrant: Answer | None = None
-
-    def _clock(self) -> int:
-        self._now += 1
-        return self._now
-
-    def answer_line(self, line: bytes) -> bytes:
-        """Never raises: the answer to one request line, as a line."""
-        try:
-            request = loads(line)
-        except (ValueError, RecursionError) as error:
-            return dumps(json_error(f"not JSON ({error})"))
-        return dumps(self.answer(request))
-
-    def answer(self, request: Any) -> Answer:
-        """Never raises: the answer to one parsed request."""
-        try:
-            return self._dispatch(request)
-        except SpecViolation as violation:
-            return error_answer(violation)
-        except Exception as error:  # an implementation bug is an answer, never a dead testee
-            return error_answer(error)
-
-    def _dispatch(self, request: Any) -> Answer:
-        # SESSION-CONFORMANCE-PROTOCOL.1: without an op there is nothing to dispatch on.
-        check(isinstance(request, dict) and type(request.get("op")) is str, REQUEST_OBJECT,
-              "a request is a JSON object with a string op")
-        op = request["op"]
-        if op == "hello":
-            return self.hello()
-        if op == "create":
-            return self.create(request)
-        if op == "append":
-            return self.append(request)
-        if op == "snapshot":
-            return self.snapshot()
-        if op == "fold":
-            return fold_answer(request)
-        if op == "repair":
-            return repair_answer(request)
-        # SESSION-CONFORMANCE-PROTOCOL.2: a testee says what it cannot do instead of guessing.
-        fail(UNSUPPORTED_OP, f"unsupported op {op!r}")
-
-    def hello(self) -> Answer:
-        return {"ok": True, "implementation": f"sessionspec-{self.name}", "version": _version(),
-                "profile": "scp-0", "protocol": PROTOCOL_VERSION, "ops": list(OPS), "extensions": [HOOKS]}
-
-    def create(self, request: Mapping[str, Any]) -> Answer:
-        # SESSION-CONFORMANCE-PROTOCOL.4: the three keys are always sent, so a misspelt one is caught.
-        extra = sorted(set(request) - {"op", "id", "seed", "header"})
-        check(not extra, CREATE_SHAPE, f"create has unknown keys {extra}")
-        check("id" in request and "seed" in request and "header" in request, CREATE_SHAPE,
-              "create carries id, seed and header (null when absent)")
-        self._now = START_TIME
-        # A rejected create leaves no session: appends after it are refused, never applied to the old one.
-        self.session = None
-        self.session = self.factory(request["id"], request["seed"], request["header"], clock=self._clock,
-                                    validators=[self._validator], observers=[self._observer])
-        return {"ok": True, "firstLiveSeq": self.session.first_live_seq, "seq": self.session.seq}
-
-    def _current(self) -> Any:
-        # SESSION-CONFORMANCE-PROTOCOL.3: the runner always creates before it appends.
-        check(self.session is not None, NO_SESSION, "no session: send create first")
-        return self.session
-
-    def append(self, request: Mapping[str, Any]) -> Answer:
-        session = self._current()
-        body = {key: value for key, value in request.items() if key != "op" and not key.startswith("x-")}
-        self._validator_mode, self._observer_mode = request.get("x-validator"), request.get("x-observer")
-        self._reentrant = None
-        try:
-            event = session.append_request(body)
-        finally:
-            self._validator_mode = self._observer_mode = None
-        answer: Answer = {"ok": True, "event": thaw(event.to_json())}
-        if self._reentrant is not None:
-            answer["x-reentrant"] = self._reentrant
-        return answer
-
-    def _validator(self, session: Any, candidate: Any) -> None:
-        """The x-hooks validator: vetoes (SESSION-APPEND-COMMIT.2) or reenters (SESSION-APPEND-COMMIT.4) when armed."""
-        if self._validator_mode == "raise":
-            raise ValueError("vetoed by the x-validator hook")
-        if self._validator_mode == "reentrant":
-            session.append_request(dict(REENTRANT_REQUEST))
-
-    def _observer(self, session: Any, event: Any) -> None:
-        """The x-hooks observer: raises (contained) or tries to reenter (refused) when armed."""
-        if self._observer_mode == "raise":
-            raise RuntimeError("the x-observer hook failed")
-        if self._observer_mode == "reentrant":
-            try:
-                session.append_request(dict(REENTRANT_REQUEST))
-                self._reentrant = {"ok": True}
-            except Exception as error:
-                self._reentrant = error_answer(error)
-
-    def snapshot(self) -> Answer:
-        return snapshot_answer(self._current())
-
-
-@functools.cache
-def _version() -> str:
-    try:
-        return importlib.metadata.version("sessionspec")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def snapshot_answer(session: Any) -> Answer:
-    """`snapshot`: everything the runner compares after a step."""
-    surface = session.surface
-    return {"ok": True, "events": [thaw(event.to_json()) for event in session.events],
-            "surface": {"nodes": list(surface.nodes), "replaceGeneration": surface.replace_generation},
-            "messages": thaw(list(session.derive_messages())), "firstLiveSeq": session.first_live_seq}
-
-
-def _events_of(request: Mapping[str, Any]) -> list[Any]:
-    # SESSION-CONFORMANCE-PROTOCOL.5: fold and repair read a log given whole.
-    extra = sorted(set(request) - {"op", "events"})
-    check(not extra, EVENT_LIST, f"{request['op']} has unknown keys {extra}")
-    events = request.get("events")
-    check(isinstance(events, list), EVENT_LIST, f"{request['op']} carries events, a list")
-    assert isinstance(events, list)
-    return [parse_event(raw, index) for index, raw in enumerate(events)]
-
-
-def fold_answer(request: Mapping[str, Any]) -> Answer:
-    """`fold`: the surface of a log given whole (SESSION-SURFACE-FOLD.1 checks contiguity)."""
-    result = fold(_events_of(request))
-    return {"ok": True, **result.to_json()}
-
-
-def repair_answer(request: Mapping[str, Any]) -> Answer:
-    """`repair`: the closers of an interrupted tail turn; `unsupported` where repair is not built in."""
-    events = _events_of(request)
-    try:
-        from sessionspec.repair import closers
-    except ImportError:
-        fail(UNSUPPORTED_OP, "this build has no crash repair")
-    return {"ok": True, "closers": [thaw(event.to_json()) for event in closers(events)]}
+def line_error(error: SpecViolation) -> Answer:
+    """SESSION-CONFORMANCE-PROTOCOL.1: a line that is not a JSON object is answered, never the end of the testee."""
+    return {"ok": False, "error": {"kind": Kind.JSON.value, "message": f"{REQUEST_OBJECT}: {error}", "rule": error.rule}}

@@ -12,7 +12,7 @@ from sessionspec.rules import RULES, Rule
 def all_rules() -> dict[str, Rule]:
     """RULES after importing every module of `sessionspec` (a module that fails to import is skipped)."""
     for module in pkgutil.walk_packages(sessionspec.__path__, "sessionspec."):
-        if ".commands." in module.name or module.name.endswith("__main__"):
+        if module.name.startswith("sessionspec.cli") or module.name.endswith("__main__"):
             continue
         try:
             importlib.import_module(module.name)

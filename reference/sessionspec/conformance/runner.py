@@ -1,33 +1,42 @@
-"""`sessionspec conform`: run the vectors and the machine against a testee and report every divergence.
+"""`sessionspec conform`: the vectors and the machine against a testee, every divergence family in one run.
 
 The runner must be the most robust program in the repository: whatever the testee does (crash,
-hang, print garbage) the run ends with a report and an exit code, 0 for no divergence (after the
-failure list), 1 for divergences, 2 when the testee could not be run at all.
+hang, print garbage, answer forever) the run ends within its budget with a report and an exit
+code: 0 for no divergence (after the failure list), 1 for divergences, 2 when the testee could not
+be run at all. The machine keeps searching after a divergence: each new family is shrunk by
+Hypothesis, then cut down further by replaying the trace without each request in turn
+(`minimize`), recorded, and from then on known, so the next pass looks for the next family.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import Flaky
+from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.client import Connection, TesteeFailure
-from sessionspec.conformance.compare import describe, differences, op_of, skipped
-from sessionspec.conformance.machine import Divergence, Exchange, divergence, make_conformance_machine
-from sessionspec.conformance.protocol import HOOKS, Answer, dumps
+from sessionspec.conformance.compare import describe, op_of
+from sessionspec.conformance.divergence import Divergence
+from sessionspec.conformance.exchange import DivergenceFound, Exchange
+from sessionspec.conformance.protocol import HOOKS, Answer
+from sessionspec.conformance.trace import Trace, write_trace
+from sessionspec.testing import profiles
+from sessionspec.testing.testee_machine import testee_machine
 
-TRACE_FORMAT: Final = "sessionspec-scp-trace/1"
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
+MAX_FAMILIES: Final = 32
+"""Search passes end after this many families: a testee this far off needs fixing before more searching."""
+SHRINK_SECONDS: Final = 30.0
 
 
 class Unrunnable(Exception):
@@ -38,12 +47,15 @@ class Unrunnable(Exception):
 class Options:
     command: list[str]
     examples: int | None = 30
+    seconds: float | None = None
     profile: str | None = None
     timeout: float = 10.0
     vectors_dir: Path = vector_files.DEFAULT_DIR
     replay: Path | None = None
     traces_dir: Path | None = None
     skip_vectors: bool = False
+    known: frozenset[str] = frozenset()
+    """Machine families the failure list names: known from the start, so the search looks past them."""
 
 
 @dataclass
@@ -54,101 +66,18 @@ class Result:
     vector_ids: list[str] = field(default_factory=list)
     examples: int = 0
     divergences: list[Divergence] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0
     partial: bool = False
 
     def report(self) -> dict[str, Any]:
-        """The --json report, in the shape spec/10-conformance.md fixes."""
+        """The --json report (spec/10-conformance.md)."""
         machine = sum(d.source == "machine" for d in self.divergences)
         return {"testee": self.testee, "vectors": {"passed": self.passed, "failed": self.failed},
-                "machine": {"examples": self.examples, "divergences": machine},
+                "machine": {"examples": self.examples, "divergences": machine}, "unchecked": self.unchecked,
+                "requests": self.requests, "seconds": round(self.seconds, 3),
                 "divergences": [d.to_json() for d in self.divergences]}
-
-
-def _request_line(step: dict[str, Any]) -> tuple[Any, bytes]:
-    if "line" in step:
-        return step["line"], str(step["line"]).encode("utf-8", "surrogatepass")
-    return step["request"], dumps(step["request"])
-
-
-def _ask(connection: Connection, line: bytes) -> Answer:
-    """One request; a testee failure becomes an answer and the testee is restarted for what follows."""
-    try:
-        return connection.request(line)
-    except TesteeFailure as failure:
-        try:
-            connection.restart()
-        except TesteeFailure as again:
-            raise Unrunnable(again.message) from None
-        return failure.answer()
-
-
-def run_vector(connection: Connection, vector: dict[str, Any]) -> Divergence | None:
-    """Every step of one vector, then its final snapshot; the first difference is the divergence."""
-    trace: list[Any] = []
-    for step in vector["steps"]:
-        request, line = _request_line(step)
-        if op_of(request) == "create":
-            trace = []
-        trace.append(request)
-        actual = _ask(connection, line)
-        if skipped(op_of(request), actual):
-            return None
-        why = differences(op_of(request), step["expected"], actual)
-        if why:
-            return divergence("vector", vector["id"], step["expected"], actual, trace, why)
-    snapshot = {"op": "snapshot"}
-    actual = _ask(connection, dumps(snapshot))
-    why = differences("snapshot", vector["final"], actual)
-    if why:
-        return divergence("vector", vector["id"], vector["final"], actual, [*trace, snapshot], why)
-    return None
-
-
-def machine_settings(options: Options) -> settings:
-    if options.profile is not None:
-        from sessionspec.testing import profiles
-
-        profiles.register()
-        base = settings.get_profile(options.profile)
-        return settings(base, database=None, deadline=None, report_multiple_bugs=False)
-    return settings(max_examples=options.examples or 1, stateful_step_count=25, deadline=None, database=None,
-                    derandomize=True, report_multiple_bugs=False, print_blob=False,
-                    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-                    suppress_health_check=list(HealthCheck))
-
-
-def run_machine(connection: Connection, options: Options, testee: Answer) -> tuple[int, Divergence | None]:
-    """The stateful machine; a divergence comes back shrunk (the last failing run is the minimal one)."""
-    extensions = testee.get("extensions")
-    machine = make_conformance_machine(connection, hooks=isinstance(extensions, list) and HOOKS in extensions)
-    try:
-        run_state_machine_as_test(machine, settings=machine_settings(options))
-    except (AssertionError, Flaky) as error:
-        if machine.last is None:
-            raise RuntimeError(f"the machine failed without a recorded divergence: {error}") from error
-        return machine.examples, machine.last
-    except Exception as error:
-        if isinstance(error, Unrunnable) or machine.last is None:
-            raise
-        return machine.examples, machine.last
-    return machine.examples, None
-
-
-def replay(connection: Connection, path: Path) -> list[Divergence]:
-    """`--replay TRACE.json`: the recorded requests to the reference and the testee, stopping at the first divergence."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    requests = data["requests"] if isinstance(data, dict) else data
-    exchange = Exchange(connection)
-    for request in requests:
-        line = request.encode("utf-8", "surrogatepass") if isinstance(request, str) else dumps(request)
-        exchange.send(request, line)
-        if exchange.divergence is not None:
-            found = exchange.divergence
-            found.source, found.id = "replay", f"replay:{path.name}"
-            return [found]
-    return []
 
 
 def hello(connection: Connection) -> Answer:
@@ -162,33 +91,138 @@ def hello(connection: Connection) -> Answer:
     return answer
 
 
-def run(options: Options) -> Result:
-    """Hello, every vector, then the machine (or only a replay); raises Unrunnable."""
+# --- vectors ------------------------------------------------------------------------------------
+
+
+def run_vector(exchange: Exchange, vector: dict[str, Any]) -> Divergence | None:
+    """Every step of one vector against its recorded answers, then its final snapshot; pipelined."""
+    exchange.begin("vector", vector["id"])
+    try:
+        for step in vector["steps"]:
+            exchange.send(step["line"] if "line" in step else step["request"], expected=step["expected"])
+        exchange.send({"op": "snapshot"}, expected=vector["final"])
+        exchange.flush()
+    except DivergenceFound as found:
+        return found.divergence
+    return None
+
+
+# --- the machine --------------------------------------------------------------------------------
+
+
+def machine_settings(options: Options) -> settings:
+    if options.profile is not None:
+        profiles.register()
+        return settings(settings.get_profile(options.profile), database=None, deadline=None, report_multiple_bugs=False,
+                        suppress_health_check=list(HealthCheck))
+    return settings(max_examples=max(1, options.examples or 1), stateful_step_count=25, deadline=None, database=None,
+                    derandomize=True, report_multiple_bugs=False, print_blob=False,
+                    phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+
+
+def search(exchange: Exchange, options: Options, testee: Answer) -> tuple[int, list[Divergence]]:
+    """Every divergence family the machine finds within the budget, each shrunk and minimized."""
+    extensions = testee.get("extensions")
+    deadline = time.monotonic() + options.seconds if options.seconds else None
+    machine = testee_machine(exchange, hooks=isinstance(extensions, list) and HOOKS in extensions, deadline=deadline)
+    found: list[Divergence] = []
+    families = set(options.known)
+    exchange.known = lambda divergence: divergence.family in families
+    examples = 0
+    shrink = engine.MAX_SHRINKING_SECONDS
+    try:
+        while len(found) < MAX_FAMILIES:
+            seconds = SHRINK_SECONDS if deadline is None else max(1.0, deadline - time.monotonic())
+            engine.MAX_SHRINKING_SECONDS = int(seconds)
+            exchange.last = None
+            machine.examples = 0
+            try:
+                run_state_machine_as_test(machine, settings=machine_settings(options))
+            except (AssertionError, Flaky) as error:
+                if exchange.last is None:
+                    raise RuntimeError(f"the machine failed without a recorded divergence: {error!r}") from error
+            finally:
+                examples += machine.examples
+            if exchange.last is None:
+                break
+            divergence = minimize(exchange, exchange.last)
+            families.add(divergence.family)
+            found.append(divergence)
+            if deadline is not None and time.monotonic() > deadline:
+                break
+    finally:
+        engine.MAX_SHRINKING_SECONDS = shrink
+    met = [d for family, d in exchange.met.items() if family in options.known]
+    return examples, [*found, *met]
+
+
+def _reproduces(exchange: Exchange, trace: list[Any], family: str) -> Divergence | None:
+    """Replay `trace` lock-step; the divergence it ends in, if it is of `family`."""
+    exchange.begin("machine")
+    exchange.known = lambda divergence: False
+    try:
+        for request in trace:
+            exchange.send(request)
+        exchange.flush()
+    except DivergenceFound as found:
+        return found.divergence if found.divergence.family == family else None
+    return None
+
+
+def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
+    """The divergence's trace cut down: snapshots before the diverging request dropped, then every request
+    whose removal still reproduces the same family (greedy, to a fixpoint)."""
+    known = exchange.known
+    trace = [r for r in divergence.trace[:-1] if op_of(r) != "snapshot"] + divergence.trace[-1:]
+    best = _reproduces(exchange, trace, divergence.family) or divergence
+    trace = best.trace
+    shrinking = True
+    while shrinking:
+        shrinking = False
+        for position in range(1, len(trace) - 1):
+            attempt = _reproduces(exchange, trace[:position] + trace[position + 1:], divergence.family)
+            if attempt is not None:
+                best, trace, shrinking = attempt, attempt.trace, True
+                break
+    exchange.known = known
+    best.source, best.id = divergence.source, divergence.id
+    return best
+
+
+# --- a whole run ---------------------------------------------------------------------------------
+
+
+def replay(exchange: Exchange, trace: Trace, name: str) -> list[Divergence]:
+    """`--replay TRACE.json`: the recorded requests to the reference and the testee, to the first divergence."""
+    exchange.begin("replay", f"replay:{name}")
+    try:
+        for request in trace.requests:
+            exchange.send(request)
+        exchange.flush()
+    except DivergenceFound as found:
+        return [found.divergence]
+    return []
+
+
+def run(options: Options, *, trace: Trace | None = None,
+        progress: Callable[[str, int, int], None] | None = None) -> Result:
+    """Hello, every vector, then the machine's search (or only a replay of `trace`); raises Unrunnable."""
     connection = Connection(options.command, timeout=options.timeout)
     try:
         result = Result(hello(connection))
+        exchange = Exchange(connection)
         started = time.perf_counter()
-        if options.replay is not None:
-            result.divergences = replay(connection, options.replay)
+        if trace is not None:
+            result.divergences = replay(exchange, trace, options.replay.name if options.replay else "trace")
             result.partial = True
         else:
-            if not options.skip_vectors:
-                for vector in vector_files.load(options.vectors_dir):
-                    result.vector_ids.append(vector["id"])
-                    found = run_vector(connection, vector)
-                    if found is None:
-                        result.passed += 1
-                    else:
-                        result.failed += 1
-                        result.divergences.append(found)
-            else:
-                result.partial = True
+            _run_vectors(exchange, options, result, progress)
             if options.examples == 0 and options.profile is None:
                 result.partial = True
             else:
-                result.examples, found = run_machine(connection, options, result.testee)
-                if found is not None:
-                    result.divergences.append(found)
+                result.examples, found = search(exchange, options, result.testee)
+                result.divergences.extend(found)
+        result.unchecked = sorted(exchange.unchecked)
         result.requests = connection.requests
         result.seconds = time.perf_counter() - started
     finally:
@@ -197,33 +231,58 @@ def run(options: Options) -> Result:
     return result
 
 
+def _run_vectors(exchange: Exchange, options: Options, result: Result,
+                 progress: Callable[[str, int, int], None] | None) -> None:
+    if options.skip_vectors:
+        result.partial = True
+        return
+    vectors = vector_files.load(options.vectors_dir)
+    for number, vector in enumerate(vectors):
+        result.vector_ids.append(vector["id"])
+        found = run_vector(exchange, vector)
+        if found is None:
+            result.passed += 1
+        else:
+            result.failed += 1
+            result.divergences.append(found)
+        if progress is not None:
+            progress("vectors", number + 1, len(vectors))
+
+
 def write_traces(result: Result, options: Options) -> None:
     """Each divergence's requests as a trace file, for the one-line reproduction."""
     if not result.divergences:
         return
-    directory = options.traces_dir or Path(tempfile.mkdtemp(prefix="sessionspec-conform-"))
-    directory.mkdir(parents=True, exist_ok=True)
-    for number, found in enumerate(result.divergences):
+    for found in result.divergences:
         if found.source == "replay" and options.replay is not None:
             found.replay = str(options.replay)
             continue
-        name = "".join(c if c.isalnum() or c in ".-" else "_" for c in found.id)
-        path = directory / f"{number:03d}-{name}.json"
-        path.write_text(json.dumps({"format": TRACE_FORMAT, "id": found.id, "requests": found.trace}, indent=1,
-                                   ensure_ascii=True) + "\n", encoding="utf-8")
-        found.replay = str(path)
+        trace = Trace(found.trace, "conform" if found.source == "machine" else found.source, found.id, None,
+                      {"family": found.family, "rule": found.rule, "why": found.why})
+        found.replay = str(write_trace(trace, options.traces_dir))
 
 
 def explain(found: Divergence, command: Sequence[str]) -> str:
-    """A divergence for a person: what was sent, what the reference said and why, what the testee said."""
+    """A divergence for a person: its family, what was sent, what the reference said and why, what the testee said."""
     last = found.trace[-1] if found.trace else "(nothing)"
-    sent = last if isinstance(last, str) else json.dumps(last, ensure_ascii=False, default=repr)
+    sent = last if isinstance(last, str) else _json(last)
     sent = sent if len(sent) <= 500 else sent[:500] + "..."
-    lines = [f"DIVERGENCE ({found.source} {found.id})" + (f": rule {found.rule} [{found.kind}]" if found.rule else ""),
-             f"  sent:      {sent}" + (f"  (step {len(found.trace)} since the last create)" if len(found.trace) > 1 else ""),
+    lines = [f"DIVERGENCE [{found.family}] ({found.source} {found.id})",
+             f"  sent:      {sent}" + (f"  (request {len(found.trace)} of the trace)" if len(found.trace) > 1 else ""),
              f"  reference: {describe(found.expected)}",
              f"  testee:    {describe(found.actual)}"]
     lines.extend(f"  differs:   {why}" for why in found.why)
     if found.replay:
-        lines.append(f"  reproduce: sessionspec conform --replay {shlex.quote(found.replay)} -- {shlex.join(command)}")
+        lines.append(f"  reproduce: sessionspec replay {shlex.quote(found.replay)} -- {shlex.join(command)}")
     return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (ValueError, RecursionError):
+        return repr(type(value))
+
+
+def families(divergences: Iterable[Divergence]) -> list[str]:
+    return sorted({d.family for d in divergences if d.source == "machine"})

@@ -30,6 +30,7 @@ from sessionspec.logcheck.workers import Surveyor, usable_cpus
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, Scanner, TornTail, refuse
 from sessionspec.storage.jsonl import read_header
+from sessionspec.storage.losslessparse import parse
 
 _SLOW: Final = object()
 _LOADS = orjson.loads
@@ -53,6 +54,12 @@ def fast_parse(raw: bytes) -> Any:
     if again != raw or b"-0.0" in raw:
         return _SLOW
     return value
+
+
+def parse_line(raw: bytes) -> Json:
+    """One line's value, read losslessly: at C speed when the line is canonical, else by the lossless parser."""
+    value = fast_parse(raw)
+    return parse(raw) if value is _SLOW else value
 
 
 class Log:
@@ -519,4 +526,4 @@ def _one_line(scanner: Scanner, line: int, raw: bytes, end: int) -> Iterator[tup
         yield line, record
 
 
-__all__ = ["Log", "SpecViolation", "Unreadable", "detect", "fast_parse", "open_log"]
+__all__ = ["Log", "SpecViolation", "Unreadable", "detect", "fast_parse", "open_log", "parse_line"]

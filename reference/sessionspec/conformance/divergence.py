@@ -1,0 +1,79 @@
+"""A divergence: one request the testee answered otherwise than the reference, and the family it belongs to.
+
+A family is what a person fixes once: the op, the reference's verdict (its rule, or acceptance)
+and the testee's (its kind, acceptance, or which fields of an accepting answer differ), written
+as a failure-list line: `append:SESSION-LOSSLESS-JSON.2 accepted`, `snapshot:accepts
+differs:messages`. The runner reports one shrunk divergence per family and searches on for new
+families; a failure list names families (or vector ids) known to diverge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sessionspec.conformance.protocol import Answer
+
+_FIELD = re.compile(r"^(x-reentrant: )?([\w-]+): expected")
+
+
+def _error(answer: Answer) -> dict[str, Any] | None:
+    error = answer.get("error")
+    return error if not answer.get("ok") and isinstance(error, dict) else None
+
+
+def verdict(answer: Answer) -> str:
+    """`accepted`, or the kind the answer rejects with (`testee-timeout` and the like for a testee failure)."""
+    error = _error(answer)
+    return "accepted" if error is None else str(error.get("kind"))
+
+
+@dataclass
+class Divergence:
+    """One disagreement: what was sent (from the last create on), both answers, and why they differ.
+
+    `rule` and `kind` come from the reference's rejection (or, when the reference accepted, from
+    the testee's); `answered` is the testee's verdict, which failure lists record so that a case
+    that starts failing differently is noticed.
+    """
+
+    source: str
+    id: str
+    op: str | None
+    rule: str | None
+    kind: str | None
+    expected: Answer
+    actual: Answer
+    trace: list[Any]
+    why: list[str] = field(default_factory=list)
+    answered: str = "accepted"
+    replay: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The request's op and the reference's verdict: `append:SESSION-LOSSLESS-JSON.2`, `snapshot:accepts`."""
+        return f"{self.op}:{self.rule if _error(self.expected) is not None else 'accepts'}"
+
+    @property
+    def family(self) -> str:
+        """What a person fixes once, as a failure-list line: the key and the testee's verdict."""
+        return f"{self.key} {self.answered}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "id": self.id, "family": self.family, "op": self.op, "rule": self.rule,
+                "kind": self.kind, "expected": self.expected, "actual": self.actual, "why": self.why,
+                "trace": self.trace, "replay": self.replay}
+
+
+def divergence(source: str, case_id: str, op: Any, expected: Answer, actual: Answer, trace: list[Any],
+               why: list[str]) -> Divergence:
+    """A Divergence filed under the reference's rule and kind, else the testee's."""
+    blame = _error(expected) or _error(actual) or {}
+    rule, kind = blame.get("rule"), blame.get("kind")
+    answered = verdict(actual)
+    if answered == verdict(expected):  # the same verdict: what differs is the answer's content
+        fields = sorted({m.group(2) for m in (_FIELD.match(line) for line in why) if m})
+        answered = f"differs:{','.join(fields) or 'answer'}"
+    return Divergence(source, case_id, op if isinstance(op, str) else None, rule if isinstance(rule, str) else None,
+                      kind if isinstance(kind, str) else None, expected, actual, list(trace), list(why), answered)
