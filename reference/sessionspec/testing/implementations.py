@@ -43,6 +43,7 @@ def _combined(bugs: list[str]) -> SessionFactory | None:
     """One store with several planted bugs: their classes combined in the order named (None if one is unknown)."""
     if not all(bug in PLANTED for bug in bugs) or len(set(bugs)) != len(bugs):
         return None
-    variant = type(f"Planted[{'+'.join(bugs)}]", tuple(PLANTED[bug] for bug in bugs), {"__slots__": (), "__module__": __name__})
+    variant: Any = type(f"Planted[{'+'.join(bugs)}]", tuple(PLANTED[bug] for bug in bugs),
+                        {"__slots__": (), "__module__": __name__})
     create: SessionFactory = variant.create
     return create
