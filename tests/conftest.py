@@ -1,9 +1,44 @@
-"""Hypothesis settings profiles: `dev` by default; `--hypothesis-profile` or HYPOTHESIS_PROFILE choose another.
+"""Hypothesis profiles, and the implementations the chapter tests run against.
 
-The profiles live in `sessionspec.testing.profiles` so the conformance runner loads the same ones.
-Hypothesis's pytest plugin applies `--hypothesis-profile` after this module has registered them.
+Profiles: `dev` by default; `--hypothesis-profile` or HYPOTHESIS_PROFILE choose another. They live
+in `sessionspec.testing.profiles` so the conformance runner loads the same ones; Hypothesis's
+pytest plugin applies `--hypothesis-profile` after this module has registered them.
+
+Implementations: a test that takes `create` (an implementation's `Session.create`) or
+`implementation` (its name) runs once per implementation, with ids `[model]` and `[live]`, so a
+rule broken in either fails its chapter's test. `--impl NAME` (repeatable) runs them against other
+implementations instead, such as a planted bug: `pytest tests/test_03_surface.py --impl
+planted:off-by-one-splice` must fail.
 """
 
+from __future__ import annotations
+
+import pytest
+from sessionspec.testing import implementations as impls
 from sessionspec.testing import profiles
 
 profiles.load()
+
+IMPLEMENTATIONS = ("model", "live")
+"""What every chapter test runs against: the reference and the incremental store."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--impl", action="append", default=None, metavar="NAME",
+                     help=f"implementation for the chapter tests (repeatable; default: {', '.join(IMPLEMENTATIONS)}; "
+                          f"known: {', '.join(impls.names())})")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "implementation" in metafunc.fixturenames:
+        names = metafunc.config.getoption("impl") or IMPLEMENTATIONS
+        unknown = [name for name in names if name not in impls.FACTORIES]
+        if unknown:
+            raise pytest.UsageError(f"--impl: unknown {', '.join(unknown)}; known: {', '.join(impls.names())}")
+        metafunc.parametrize("implementation", names, scope="module")
+
+
+@pytest.fixture(scope="module")
+def create(implementation: str) -> impls.SessionFactory:
+    """The implementation's `create(session_id, seed=None, header=None, *, clock, validators, observers)`."""
+    return impls.factory(implementation)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -26,4 +27,16 @@ def rejects(session: Any, rule: str, call: Callable[[], object]) -> SpecViolatio
     assert info.value.rule == rule, str(info.value)
     assert info.value.kind is RULES[rule].kind
     assert state(session) == before
+    return info.value
+
+
+def seed_rejects(create: Callable[..., Any], seed: Any, rule: str, index: int | None) -> SpecViolation:
+    """Seeding `seed` is rejected with `rule`, its kind and the seed `index`; the caller's seed is left as it was."""
+    before = copy.deepcopy(seed)
+    with pytest.raises(SpecViolation) as info:
+        create("s", seed=seed, clock=lambda: 1)
+    assert info.value.rule == rule, str(info.value)
+    assert info.value.kind is RULES[rule].kind
+    assert info.value.index == index
+    assert seed == before
     return info.value

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, is_json, json_equal, snapshot, thaw
-from sessionspec.model import Session
 from sessionspec.rules import RULES
+from sessionspec.testing.builders import envelope, replace_op, user_message
+from sessionspec.testing.implementations import SessionFactory
+from support import rejects
 
 
 def rejected(value: object, rule: str, *, deep: bool = False) -> SpecViolation:
@@ -330,15 +332,65 @@ def test_snapshot_unfrozen_gives_plain_types() -> None:
     assert type(out) is dict and type(out["a"]) is list and type(out["a"][0]) is dict
 
 
-def _user(text: str = "hi", message_id: str = "u1") -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}
+# --- through a session: the write boundary ----------------------------------------------------
 
 
-def test_events_messages_and_returned_lists_are_immutable() -> None:
+CYCLE: list[Any] = []
+CYCLE.append(CYCLE)
+BAD_LEAVES = [
+    pytest.param((1, 2), "SESSION-LOSSLESS-JSON.1", id="tuple"),
+    pytest.param(MyDict(a=1), "SESSION-LOSSLESS-JSON.1", id="dict-subclass"),
+    pytest.param(2**53, "SESSION-LOSSLESS-JSON.2", id="unsafe-int"),
+    pytest.param(-(2**53), "SESSION-LOSSLESS-JSON.2", id="unsafe-negative-int"),
+    pytest.param(math.nan, "SESSION-LOSSLESS-JSON.3", id="nan"),
+    pytest.param(-math.inf, "SESSION-LOSSLESS-JSON.3", id="-inf"),
+    pytest.param(-0.0, "SESSION-LOSSLESS-JSON.4", id="negative-zero"),
+    pytest.param({1: "a"}, "SESSION-LOSSLESS-JSON.5", id="int-key"),
+    pytest.param(CYCLE, "SESSION-LOSSLESS-JSON.6", id="cycle"),
+]
+
+
+def _deep(leaf: Any, depth: int) -> Any:
+    for _ in range(depth):
+        leaf = {"a": [leaf]}
+    return leaf
+
+
+@pytest.mark.parametrize(("bad", "rule"), BAD_LEAVES)
+def test_a_session_rejects_what_snapshot_rejects_wherever_it_sits(create: SessionFactory, bad: Any, rule: str) -> None:
+    """An implementation may copy with its own walk (live does, on its hot path): it must reject the same leaf
+    with the same rule as the whole data, nested at any depth, in a message, in the sources, a seed and a header."""
+    session = create("s", clock=lambda: 1)
+    session.append("user/message", user_message(), surface_op="append")
+    message = user_message("u2")
+    message["content"][0]["extra"] = bad
+    for data in (bad, {"a": bad}, [0, [bad]], {"a": [1, {"b": [bad]}]}, _deep(bad, 100)):
+        rejects(session, rule, lambda data=data: session.append("x/note", data))
+    rejects(session, rule, lambda: session.append("user/message", message, surface_op="append"))
+    rejects(session, rule, lambda: session.append("user/message", user_message("u2"), surface_op="append",
+                                                  source_event_seqs=[0, bad]))
+    rejects(session, rule, lambda: session.append_request({"type": "x/note", "data": {"a": [bad]}}))
+    for seed, header in (([envelope("x/note", 0, {"a": [bad]})], None),
+                         (None, {"version": 0, "id": "s", "createdAt": 0, "agentPreset": bad})):
+        with pytest.raises(SpecViolation) as info:
+            create("s", seed=seed, header=header)
+        assert info.value.rule == rule
+
+
+def test_a_session_logs_a_value_deeper_than_any_recursion_limit(create: SessionFactory) -> None:
+    """SESSION-LOSSLESS-JSON.7 through append and a seed: 5,000 levels, five times Python's recursion limit."""
+    session = create("s", clock=lambda: 1)
+    event = session.append("x/deep", _deep("leaf", 2_500))
+    assert json_equal(event.data, _deep("leaf", 2_500))
+    replay = create("r", seed=session.events, clock=lambda: 1)
+    assert json_equal(replay.events[0].data, event.data)
+
+
+def test_events_messages_and_returned_lists_are_immutable(create: SessionFactory) -> None:
     """SESSION-IMMUTABILITY.1 and .4 through the Session's public API."""
-    session = Session.create("s", clock=lambda: 1)
-    event = session.append("user/message", _user(), surface_op="append")
-    session.append("user/message", _user("b", "u2"), surface_op={"op": "replace", "start": 0, "end": 0},
+    session = create("s", clock=lambda: 1)
+    event = session.append("user/message", user_message(), surface_op="append")
+    session.append("user/message", user_message("u2", "b"), surface_op=replace_op(0, 0),
                    source_event_seqs=[0])
     for name in ("type", "seq", "time", "data", "surface_op", "source_event_seqs", "ignorable"):
         with pytest.raises(TypeError):
@@ -361,28 +413,28 @@ def test_events_messages_and_returned_lists_are_immutable() -> None:
     assert_frozen_dict(messages[0])
     assert_frozen_list(messages[0]["content"])
     assert_frozen_dict(session.header)
-    assert session.events[0].to_json()["data"] == _user()
+    assert session.events[0].to_json()["data"] == user_message()
 
 
-def test_returned_sequences_never_change_afterwards() -> None:
+def test_returned_sequences_never_change_afterwards(create: SessionFactory) -> None:
     """SESSION-IMMUTABILITY.4."""
-    session = Session.create("s", clock=lambda: 1)
-    session.append("user/message", _user(), surface_op="append")
+    session = create("s", clock=lambda: 1)
+    session.append("user/message", user_message(), surface_op="append")
     events, nodes, messages, transcript = (session.events, session.surface.nodes, session.derive_messages(),
                                           session.transcript())
-    session.append("user/message", _user("b", "u2"), surface_op="append")
-    session.append("user/message", _user("c", "u3"), surface_op={"op": "replace", "start": 0, "end": 1},
+    session.append("user/message", user_message("u2", "b"), surface_op="append")
+    session.append("user/message", user_message("u3", "c"), surface_op=replace_op(0, 1),
                    source_event_seqs=[0, 1])
     assert len(events) == 1 and list(nodes) == [0] and len(messages) == 1 and len(transcript) == 1
     assert list(session.surface.nodes) == [2]
 
 
-def test_caller_mutation_after_append_changes_nothing() -> None:
+def test_caller_mutation_after_append_changes_nothing(create: SessionFactory) -> None:
     """SESSION-IMMUTABILITY.3: data, nested values, the source list and the replace object are copied."""
-    session = Session.create("s", clock=lambda: 1)
-    session.append("user/message", _user(), surface_op="append")
-    data = _user("b", "u2")
-    op = {"op": "replace", "start": 0, "end": 0}
+    session = create("s", clock=lambda: 1)
+    session.append("user/message", user_message(), surface_op="append")
+    data = user_message("u2", "b")
+    op = replace_op(0, 0)
     sources = [0]
     event = session.append("user/message", data, surface_op=op, source_event_seqs=sources)
     expected = [e.to_json() for e in session.events]
@@ -395,22 +447,22 @@ def test_caller_mutation_after_append_changes_nothing() -> None:
     assert list(session.surface.nodes) == [1]
 
 
-def test_caller_mutation_after_seeding_changes_nothing() -> None:
+def test_caller_mutation_after_seeding_changes_nothing(create: SessionFactory) -> None:
     """SESSION-IMMUTABILITY.3 for seeds and headers."""
-    seed = [{"type": "user/message", "seq": 0, "time": 0, "data": _user(), "surfaceOp": "append"}]
+    seed = [envelope("user/message", 0, user_message(), surfaceOp="append")]
     header = {"version": 0, "id": "s", "createdAt": 5, "cwd": "/w"}
-    session = Session.create("s", seed=seed, header=header, clock=lambda: 1)
+    session = create("s", seed=seed, header=header, clock=lambda: 1)
     expected = [e.to_json() for e in session.events]
     seed[0]["data"]["content"].append({"type": "text", "text": "late"})
-    seed[0]["surfaceOp"] = {"op": "replace", "start": 0, "end": 0}
+    seed[0]["surfaceOp"] = replace_op(0, 0)
     seed.append(seed[0])
     header["cwd"] = "/elsewhere"
     assert [e.to_json() for e in session.events] == expected
     assert session.header["cwd"] == "/w"
 
 
-def test_a_caller_built_frozen_header_is_copied() -> None:
+def test_a_caller_built_frozen_header_is_copied(create: SessionFactory) -> None:
     header = FrozenDict({"version": 0, "id": "s", "createdAt": 0, "agentPreset": "p"})
-    session = Session.create("s", header=header)
+    session = create("s", header=header)
     assert session.header == header and type(session.header) is FrozenDict
     assert_frozen_dict(session.header)

@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sessionspec import model, repair
+from sessionspec import repair
 from sessionspec.envelope import APPEND, Event
 from sessionspec.errors import SpecViolation
 from sessionspec.invariants import Companion, replay
-from sessionspec.testing.loops import Loop, agent_loops, assistant_data, build, result_data, user_message
+from sessionspec.testing.builders import assistant_message, tool_call, tool_call_block, tool_result, user_message
+from sessionspec.testing.implementations import SessionFactory
+from sessionspec.testing.loops import Loop, agent_loops, build
 
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -22,12 +24,12 @@ def interrupted(*, recorded: bool, answered: bool = False) -> list[Event]:
     session.append("turn/start", {"turn": 1})
     session.append("user/message", user_message("u1", "hi"), surface_op="append")
     session.append("step/start", {"turn": 1, "step": 1})
-    session.append("assistant/message", assistant_data(1, 1, "a1", "", ["c1", "c2"]), surface_op="append")
+    session.append("assistant/message", assistant_message("a1", [tool_call_block("c1"), tool_call_block("c2")]),
+                   surface_op="append")
     if recorded:
-        call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read_file", "arguments": "{}"})
+        call = session.append("tool/call", tool_call("c1"))
         if answered:
-            session.append("tool/result", result_data(1, 1, "r1", "c1", "ok"), surface_op="append",
-                           source_event_seqs=[call.seq])
+            session.append("tool/result", tool_result("c1", "ok"), surface_op="append", source_event_seqs=[call.seq])
     return list(session.events)
 
 
@@ -85,11 +87,11 @@ def test_then_the_step_and_the_turn_close() -> None:
         ("turn/end", {"turn": 7, "reason": {"kind": "interrupted"}})]
 
 
-def test_answered_calls_and_ended_steps_are_not_repaired() -> None:
+def test_answered_calls_and_ended_steps_are_not_repaired(create: SessionFactory) -> None:
     # SESSION-CRASH-REPAIR.2: an answered call, or a call whose step ended, is no longer pending.
     out = repair.closers(interrupted(recorded=True, answered=True))
     assert [e.data["message"]["source"]["callId"] for e in out if e.type == "tool/result"] == ["c2"]
-    session = model.Session.create("s", seed=interrupted(recorded=False))
+    session = create("s", seed=interrupted(recorded=False))
     session.append("step/end", {"turn": 1, "step": 1})
     assert [e.type for e in repair.closers(session.events)] == ["turn/end"]
 
@@ -99,14 +101,14 @@ def test_a_call_answered_anywhere_in_the_log_is_never_answered_again() -> None:
     session = build([])
     session.append("turn/start", {"turn": 1})
     session.append("step/start", {"turn": 1, "step": 1})
-    session.append("assistant/message", assistant_data(1, 1, "a1", "", ["c1"]), surface_op="append")
-    call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "f", "arguments": "{}"})
-    session.append("tool/result", result_data(1, 1, "r1", "c1", "ok"), surface_op="append", source_event_seqs=[call.seq])
+    session.append("assistant/message", assistant_message("a1", [tool_call_block("c1")]), surface_op="append")
+    call = session.append("tool/call", tool_call("c1", name="f"))
+    session.append("tool/result", tool_result("c1", "ok"), surface_op="append", source_event_seqs=[call.seq])
     session.append("step/end", {"turn": 1, "step": 1})
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     session.append("turn/start", {"turn": 2})
     session.append("step/start", {"turn": 2, "step": 1})
-    session.append("assistant/message", assistant_data(2, 1, "a2", "", ["c1"]), surface_op="append")
+    session.append("assistant/message", assistant_message("a2", [tool_call_block("c1")], turn=2), surface_op="append")
     assert [e.type for e in repair.closers(session.events)] == ["step/end", "turn/end"]
 
 
@@ -144,7 +146,8 @@ def crashed(draw: Any) -> tuple[Loop, list[Event]]:
 
 @PROPERTY
 @given(crashed())
-def test_a_repaired_crash_is_accepted_balanced_and_idempotent(case: tuple[Loop, list[Event]]) -> None:
+def test_a_repaired_crash_is_accepted_balanced_and_idempotent(create: SessionFactory,
+                                                             case: tuple[Loop, list[Event]]) -> None:
     _, events = case
     out = repair.closers(events)
     # SESSION-CRASH-REPAIR.5: closers continue the log and never shadow.
@@ -152,7 +155,7 @@ def test_a_repaired_crash_is_accepted_balanced_and_idempotent(case: tuple[Loop, 
     assert all(e.surface_op in (None, APPEND) for e in out)
     assert out and out[-1].type == "turn/end"
     # Seeding the repaired log is accepted; the companion (closers allowed) finds it balanced.
-    session = model.Session.create("repaired", seed=[*events, *out])
+    session = create("repaired", seed=[*events, *out])
     trace = replay(session.events)
     assert trace.open_turn is None and trace.open_step is None
     Companion().attach(session)
@@ -194,7 +197,7 @@ def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monk
         result = real_load(*args, **kwargs)
         seq = len(result.events)
         JsonlWriter(path, seq).append([{"type": "tool/result", "seq": seq, "time": 0, "surfaceOp": "append",
-                                        "sourceEventSeqs": [seq - 1], "data": result_data(1, 1, "r1", "c1", "ok")}])
+                                        "sourceEventSeqs": [seq - 1], "data": tool_result("c1", "ok")}])
         written.append(path.read_bytes())
         return result
 

@@ -5,21 +5,33 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
-from sessionspec import model, repair
+from sessionspec import repair
 from sessionspec.provider import Finding, provider_findings
 from sessionspec.rules import RULES
-from sessionspec.testing.loops import Loop, agent_loops, assistant_data, build, result_data, user_message
+from sessionspec.testing.builders import (
+    assistant_message,
+    compaction_summary,
+    pruned,
+    replace_op,
+    tool_call_block,
+    tool_result,
+    user_message,
+)
+from sessionspec.testing.implementations import SessionFactory
+from sessionspec.testing.loops import Loop, agent_loops, build, ticking_clock
 
 
 def assistant(message_id: str, *calls: str) -> Any:
-    return assistant_data(1, 1, message_id, "", list(calls))["message"]
+    """The message of an assistant/message calling `calls`: what the provider sees."""
+    return assistant_message(message_id, [tool_call_block(c) for c in calls])["message"]
 
 
 def result(call_id: str) -> Any:
-    return result_data(1, 1, f"r-{call_id}", call_id, "ok")["message"]
+    """The message of the tool/result answering `call_id`."""
+    return tool_result(call_id, "ok", message_id=f"r-{call_id}")["message"]
 
 
-USER = user_message("u", "hi")
+USER = user_message("u")
 
 
 def rules(findings: list[Finding]) -> list[tuple[str, int]]:
@@ -52,45 +64,45 @@ def test_a_result_without_its_call() -> None:
     assert rules(wrong) == [("SESSION-PROVIDER-VALIDITY.2", 2)]
 
 
-def session_with_pair() -> Any:
-    session = build([])
+def session_with_pair(create: SessionFactory) -> Any:
+    """Nodes 0 (user), 1 (assistant calling c1), 2 (the result answering c1)."""
+    session = create("s", clock=ticking_clock())
     session.append("user/message", USER, surface_op="append")
-    call = session.append("assistant/message", assistant_data(1, 1, "a", "", ["c1"]), surface_op="append")
-    answer = session.append("tool/result", result_data(1, 1, "r", "c1", "long output"), surface_op="append")
+    call = session.append("assistant/message", assistant_message("a", [tool_call_block("c1")]), surface_op="append")
+    answer = session.append("tool/result", tool_result("c1", "long output", message_id="r"), surface_op="append")
     return session, call.seq, answer.seq
 
 
-def test_a_replacement_that_splits_a_call_from_its_result() -> None:
+def test_a_replacement_that_splits_a_call_from_its_result(create: SessionFactory) -> None:
     # SESSION-PROVIDER-VALIDITY.3: a summary over [user, assistant] leaves the result without its call.
-    session, call, _ = session_with_pair()
-    summary = session.append("user/message", user_message("s", "summary", "plugin"),
-                             surface_op={"op": "replace", "start": 0, "end": call}, source_event_seqs=[0, call])
+    session, call, _ = session_with_pair(create)
+    summary = session.append("user/message", compaction_summary("s", "summary"), surface_op=replace_op(0, call),
+                             source_event_seqs=[0, call])
     findings = provider_findings(session.derive_messages(), session.events)
     assert ("SESSION-PROVIDER-VALIDITY.3", summary.seq) in rules(findings)
     assert ("SESSION-PROVIDER-VALIDITY.2", 1) in rules(findings)
     assert findings[-1].at == "seq"
 
 
-def test_pruning_and_whole_pair_compaction_keep_pairs() -> None:
+def test_pruning_and_whole_pair_compaction_keep_pairs(create: SessionFactory) -> None:
     # SESSION-PROVIDER-VALIDITY.3: a rewritten result still answers the call; a summary over both hides both.
-    session, _, answer = session_with_pair()
-    pruned = result_data(1, 1, "r", "c1", "[pruned]")
-    session.append("tool/result", pruned, surface_op={"op": "replace", "start": answer, "end": answer},
+    session, _, answer = session_with_pair(create)
+    session.append("tool/result", pruned(session.events[answer].data), surface_op=replace_op(answer, answer),
                    source_event_seqs=[answer])
     assert provider_findings(session.derive_messages(), session.events) == []
     nodes = list(session.surface.nodes)
-    session.append("user/message", user_message("s", "summary", "plugin"),
-                   surface_op={"op": "replace", "start": nodes[1], "end": nodes[-1]}, source_event_seqs=nodes[1:])
+    session.append("user/message", compaction_summary("s", "summary"), surface_op=replace_op(nodes[1], nodes[-1]),
+                   source_event_seqs=nodes[1:])
     assert provider_findings(session.derive_messages(), session.events) == []
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(agent_loops(compactions=False))
-def test_repair_leaves_no_findings_without_compactions(loop: Loop) -> None:
+@given(loop=agent_loops(compactions=False))
+def test_repair_leaves_no_findings_without_compactions(implementation: str, create: SessionFactory, loop: Loop) -> None:
     # A crash leaves calls unanswered (.1); the repair closers answer every one.
     for cut in loop.cuts_inside_turns()[-2:]:
-        events = build(loop.requests[:cut]).events
-        fixed = model.Session.create("fixed", seed=repair.repaired(events))
+        events = build(loop.requests[:cut], implementation).events
+        fixed = create("fixed", seed=repair.repaired(events))
         assert provider_findings(fixed.derive_messages(), fixed.events) == []
-    whole = build(loop.requests)
+    whole = build(loop.requests, implementation)
     assert provider_findings(whole.derive_messages(), whole.events) == []

@@ -18,7 +18,8 @@ from sessionspec.requestheader import (
     request_context,
     request_header,
 )
-from sessionspec.testing.loops import Loop, agent_loops, build
+from sessionspec.testing import builders
+from sessionspec.testing.loops import Loop, agent_loops, append, build
 
 CONFIG = {"provider": "deepseek", "model": "deepseek-chat"}
 TOOL = {"name": "read_file", "description": "read", "parameters": {"type": "object", "properties": {}}}
@@ -65,7 +66,7 @@ def test_the_header_in_force_is_the_last_snapshot() -> None:
     assert fold_request_header(events[1:2]) is None
 
 
-def test_the_fold_refuses_legacy_and_incomplete_headers() -> None:
+def test_the_fold_refuses_legacy_and_incomplete_headers(implementation: str) -> None:
     # SESSION-REQUEST-HEADER.4 and .1, through the fold (a log read from anywhere, not only a session).
     with pytest.raises(SpecViolation) as caught:
         fold_request_header([header_event(0, {"config": CONFIG}, "fallback")])
@@ -74,7 +75,7 @@ def test_the_fold_refuses_legacy_and_incomplete_headers() -> None:
         fold_request_header([header_event(0, {"config": {"provider": "deepseek"}})])
     assert caught.value.rule == "SESSION-REQUEST-HEADER.1"
     with pytest.raises(SpecViolation) as caught:
-        build([{"type": "request/header", "data": {"header": {"config": CONFIG}, "reason": "fallback"}}])
+        build([{"type": "request/header", "data": builders.request_header(CONFIG, reason="fallback")}], implementation)
     assert caught.value.rule == "SESSION-REQUEST-HEADER.4"
 
 
@@ -87,15 +88,14 @@ def test_the_request_context_in_force_is_the_last_one() -> None:
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(agent_loops())
-def test_the_incremental_fold_equals_the_recomputed_one(loop: Loop) -> None:
+@given(loop=agent_loops())
+def test_the_incremental_fold_equals_the_recomputed_one(implementation: str, loop: Loop) -> None:
     # SESSION-REQUEST-HEADER-FOLD.3 / .4: what live feeds one event at a time, the model recomputes.
-    session = build(loop.requests)
+    session = build([], implementation)
     incremental = RequestHeaderFold()
-    for position, event in enumerate(session.events):
-        incremental.feed(event)
-        prefix = session.events[: position + 1]
-        assert incremental.header == fold_request_header(prefix)
-        assert incremental.context == fold_request_context(prefix)
+    for request in loop.requests:
+        incremental.feed(append(session, request))
+        assert incremental.header == fold_request_header(session.events) == session.request_header()
+        assert incremental.context == fold_request_context(session.events) == session.request_context()
     assert request_header(session) == incremental.header
     assert request_context(session) == incremental.context

@@ -25,23 +25,14 @@ from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot, thaw
 from sessionspec.live import surface as livesurface
 from sessionspec.live.fastpath import new_event, owned
-
-SOURCE = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
-
-
-def user(message_id: str, text: str = "hi") -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}
-
-
-def assistant(message_id: str, content: list[Any] | None = None) -> dict[str, Any]:
-    blocks = [{"type": "text", "text": "ok"}] if content is None else content
-    return {"turn": 1, "step": 1, "message": {"id": message_id, "role": "assistant", "source": SOURCE, "content": blocks}}
-
-
-def result(call_id: str, text: str, **extra: Any) -> dict[str, Any]:
-    block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}], **extra}
-    return {"turn": 1, "step": 1,
-            "message": {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}}
+from sessionspec.testing.builders import (
+    assistant_message,
+    replace_op,
+    tool_call,
+    tool_result,
+    user_message,
+    with_change,
+)
 
 
 def clock() -> Callable[[], int]:
@@ -55,11 +46,11 @@ def fresh(impl: Any = live.Session, **kwargs: Any) -> Any:
 def conversation(session: Any) -> Any:
     """user, assistant (empty: no message), tool call + result, assistant: four nodes, three messages."""
     session.append("turn/start", {"turn": 1})
-    session.append("user/message", user("u1"), surface_op="append")
-    session.append("assistant/message", assistant("a0", []), surface_op="append", source_event_seqs=[])
-    call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": "{}"})
-    session.append("tool/result", result("c1", "long output"), surface_op="append", source_event_seqs=[call.seq])
-    session.append("assistant/message", assistant("a1"), surface_op="append", source_event_seqs=[])
+    session.append("user/message", user_message("u1"), surface_op="append")
+    session.append("assistant/message", assistant_message("a0", []), surface_op="append", source_event_seqs=[])
+    call = session.append("tool/call", tool_call("c1", name="read"))
+    session.append("tool/result", tool_result("c1", "long output"), surface_op="append", source_event_seqs=[call.seq])
+    session.append("assistant/message", assistant_message("a1"), surface_op="append", source_event_seqs=[])
     return session
 
 
@@ -76,9 +67,9 @@ def test_returned_sequences_never_change_after_appends_and_replaces() -> None:
     }
     before = {name: thaw([e.to_json() if hasattr(e, "to_json") else e for e in value]) for name, value in held.items()}
     nodes = list(session.surface.nodes)
-    session.append("user/message", user("summary"), surface_op={"op": "replace", "start": nodes[0], "end": nodes[-1]},
+    session.append("user/message", user_message("summary"), surface_op=replace_op(nodes[0], nodes[-1]),
                    source_event_seqs=nodes)
-    session.append("user/message", user("u2"), surface_op="append")
+    session.append("user/message", user_message("u2"), surface_op="append")
     after = {name: thaw([e.to_json() if hasattr(e, "to_json") else e for e in value]) for name, value in held.items()}
     assert after == before
     assert len(session.surface.nodes) == 2 and len(session.derive_messages()) == 2
@@ -124,7 +115,7 @@ def test_cache_projects_each_node_once_while_the_generation_is_unchanged(monkeyp
     monkeypatch.setattr(livesurface, "project", counting)
     session = fresh()
     for turn in range(5):
-        session.append("user/message", user(f"u{turn}"), surface_op="append")
+        session.append("user/message", user_message(f"u{turn}"), surface_op="append")
         session.derive_messages()
         session.derive_messages()
     assert projected == [0, 1, 2, 3, 4]
@@ -136,11 +127,11 @@ def test_cache_rebuilds_only_when_the_replace_generation_changes() -> None:
     derived = session._derived
     session.derive_messages()
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    session.append("user/message", user("u2"), surface_op="append")
+    session.append("user/message", user_message("u2"), surface_op="append")
     session.derive_messages()
     assert derived.rebuilds == 0
     result_seq = 4
-    session.append("tool/result", result("c1", "[pruned]"), surface_op={"op": "replace", "start": result_seq, "end": result_seq},
+    session.append("tool/result", tool_result("c1", "[pruned]"), surface_op=replace_op(result_seq, result_seq),
                    source_event_seqs=[result_seq])
     assert session.surface.replace_generation == 1
     messages = session.derive_messages()
@@ -154,7 +145,7 @@ def test_a_rejected_replace_leaves_surface_and_cache_alone() -> None:
     session = conversation(fresh())
     surface, messages = session.surface, session.derive_messages()
     with pytest.raises(SpecViolation) as caught:
-        session.append("user/message", user("bad"), surface_op={"op": "replace", "start": 1, "end": 99}, source_event_seqs=[1])
+        session.append("user/message", user_message("bad"), surface_op=replace_op(1, 99), source_event_seqs=[1])
     assert caught.value.rule == "SESSION-SURFACE-REPLACE.1"
     assert session.surface is surface and session.derive_messages() is messages
     assert session._derived.rebuilds == 0
@@ -209,37 +200,43 @@ BAD_APPENDS: dict[str, tuple[str, dict[str, Any]]] = {
     "end-seed": ("SESSION-APPEND-COMMIT.5", {"type": "session/end-seed", "data": {}}),
     "empty type": ("SESSION-EVENT-ENVELOPE.2", {"type": "", "data": {}}),
     "ignorable surface": ("SESSION-EVENT-ENVELOPE.7",
-                          {"type": "user/message", "data": user("x"), "surface_op": "append", "ignorable": True}),
+                          {"type": "user/message", "data": user_message("x"), "surface_op": "append",
+                           "ignorable": True}),
     "marker on log-only": ("SESSION-SURFACE-PROJECTION.1", {"type": "turn/start", "data": {}, "surface_op": "append"}),
-    "no marker": ("SESSION-SURFACE-PROJECTION.3", {"type": "user/message", "data": user("x")}),
+    "no marker": ("SESSION-SURFACE-PROJECTION.3", {"type": "user/message", "data": user_message("x")}),
     "bool source": ("SESSION-SURFACE-PROVENANCE.3",
-                    {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": [True]}),
+                    {"type": "user/message", "data": user_message("x"), "surface_op": "append",
+                     "source_event_seqs": [True]}),
     "duplicate sources": ("SESSION-SURFACE-PROVENANCE.4",
-                          {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": [1, 1]}),
+                          {"type": "user/message", "data": user_message("x"), "surface_op": "append",
+                           "source_event_seqs": [1, 1]}),
     "future source": ("SESSION-SURFACE-PROVENANCE.5",
-                      {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": [6]}),
+                      {"type": "user/message", "data": user_message("x"), "surface_op": "append",
+                       "source_event_seqs": [6]}),
     "empty sources": ("SESSION-SURFACE-PROVENANCE.2",
-                      {"type": "user/message", "data": user("x"), "surface_op": "append", "source_event_seqs": []}),
+                      {"type": "user/message", "data": user_message("x"), "surface_op": "append",
+                       "source_event_seqs": []}),
     "shadowed endpoint": ("SESSION-SURFACE-REPLACE.1",
-                          {"type": "user/message", "data": user("x"), "surface_op": {"op": "replace", "start": 0, "end": 1},
+                          {"type": "user/message", "data": user_message("x"), "surface_op": replace_op(0, 1),
                            "source_event_seqs": [0, 1]}),
     "reversed range": ("SESSION-SURFACE-REPLACE.2",
-                       {"type": "user/message", "data": user("x"), "surface_op": {"op": "replace", "start": 5, "end": 1},
+                       {"type": "user/message", "data": user_message("x"), "surface_op": replace_op(5, 1),
                         "source_event_seqs": [1, 4, 5]}),
     "missing provenance": ("SESSION-SURFACE-PROVENANCE.6",
-                           {"type": "user/message", "data": user("x"), "surface_op": {"op": "replace", "start": 1, "end": 4},
+                           {"type": "user/message", "data": user_message("x"), "surface_op": replace_op(1, 4),
                             "source_event_seqs": [1]}),
     "tool result changes isError": ("SESSION-SURFACE-TOOL-RESULT.3",
-                                    {"type": "tool/result", "data": result("c1", "short", isError=True),
-                                     "surface_op": {"op": "replace", "start": 4, "end": 4}, "source_event_seqs": [4]}),
+                                    {"type": "tool/result", "data": tool_result("c1", "short", isError=True),
+                                     "surface_op": replace_op(4, 4), "source_event_seqs": [4]}),
     "assistant without model source": ("SESSION-MESSAGE-SHAPE.5",
                                        {"type": "assistant/message",
-                                        "data": {"message": {**assistant("a")["message"], "source": {"kind": "user"}}},
+                                        "data": with_change(assistant_message("a"), ["message", "source"],
+                                                            {"kind": "user"}),
                                         "surface_op": "append", "source_event_seqs": []}),
     "tool result with two blocks": ("SESSION-MESSAGE-SHAPE.7",
                                     {"type": "tool/result",
-                                     "data": {"message": {**result("c1", "x")["message"],
-                                                          "content": [*result("c1", "x")["message"]["content"]] * 2}},
+                                     "data": with_change(tool_result("c1", "x"), ["message", "content"],
+                                                         tool_result("c1", "x")["message"]["content"] * 2),
                                      "surface_op": "append", "source_event_seqs": [3]}),
     "request header without model": ("SESSION-REQUEST-HEADER.1",
                                      {"type": "request/header", "data": {"reason": "initial", "header": {"config": {}}}}),
@@ -356,10 +353,11 @@ def test_owned_takes_deep_values_to_the_iterative_snapshot() -> None:
 def _workload(path: Path) -> Path:
     lines = [
         {"op": "append", "type": "turn/start", "data": {"turn": 1}},
-        {"op": "append", "type": "user/message", "data": user("u1"), "surfaceOp": "append"},
+        {"op": "append", "type": "user/message", "data": user_message("u1"), "surfaceOp": "append"},
         {"op": "derive"},
-        {"op": "append", "type": "assistant/message", "data": assistant("a1"), "surfaceOp": "append", "sourceEventSeqs": []},
-        {"op": "append", "type": "user/message", "data": user("s"), "surfaceOp": {"op": "replace", "start": 1, "end": 2},
+        {"op": "append", "type": "assistant/message", "data": assistant_message("a1"), "surfaceOp": "append",
+         "sourceEventSeqs": []},
+        {"op": "append", "type": "user/message", "data": user_message("s"), "surfaceOp": replace_op(1, 2),
          "sourceEventSeqs": [1, 2]},
         {"op": "derive"},
     ]

@@ -24,6 +24,15 @@ from sessionspec.logcheck.reader import fast_parse
 from sessionspec.storage import jsonl
 from sessionspec.storage.chunkrows import pack
 from sessionspec.storage.jsonl import JsonlReader
+from sessionspec.testing.builders import (
+    assistant_message,
+    compaction_summary,
+    tool_call,
+    tool_call_block,
+    tool_result,
+    user_message,
+    with_change,
+)
 
 HEADER = {"version": 0, "id": "demo", "createdAt": 1}
 
@@ -164,15 +173,8 @@ def stored_log() -> list[dict[str, Any]]:
         events.append({"type": kind, "seq": len(events), "time": T0 + len(events), "data": data, **envelope})
         return len(events) - 1
 
-    def message(ident: str, role: str, source: dict[str, Any], content: list[Any]) -> dict[str, Any]:
-        return {"id": ident, "role": role, "source": source, "content": content}
-
-    def result(text: str, ident: str = "r1") -> dict[str, Any]:
-        block = {"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": text}]}
-        return {"turn": 1, "step": 1, "message": message(ident, "user", {"kind": "tool", "callId": "c1"}, [block])}
-
     add("turn/start", {"turn": 1})
-    user = add("user/message", message("u1", "user", {"kind": "user"}, [{"type": "text", "text": "hi"}]), surfaceOp="append")
+    user = add("user/message", user_message("u1"), surfaceOp="append")
     add("step/start", {"turn": 1, "step": 1})
     add("request/header", {"reason": "initial", "header": {"config": {"provider": "deepseek", "model": "deepseek-chat"}}})
     deltas = [*({"type": "text-delta", "index": 0, "text": t} for t in "abcd"),
@@ -180,21 +182,20 @@ def stored_log() -> list[dict[str, Any]]:
               *({"type": "tool-call-delta", "index": 2, "id": "c1", "name": "read_file", "argumentsDelta": t} for t in "{}!"),
               *({"type": "tool-call-delta", "index": 3, "id": "c2", "argumentsDelta": t} for t in "[]?")]
     chunks = [add("assistant/chunk", {"turn": 1, "step": 1, "chunk": delta}) for delta in deltas]
-    model = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
-    answer = add("assistant/message", {"turn": 1, "step": 1, "message": message("a1", "assistant", model, [
-        {"type": "tool-call", "id": "c1", "name": "read_file", "arguments": "{}"}])}, sourceEventSeqs=chunks, surfaceOp="append")
-    call = add("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read_file", "arguments": "{}"})
-    first = add("tool/result", result("a long output"), sourceEventSeqs=[call], surfaceOp="append")
-    pruned = add("tool/result", result("[pruned]"), sourceEventSeqs=[first],
+    answer = add("assistant/message", assistant_message("a1", [tool_call_block("c1")]), sourceEventSeqs=chunks,
+                 surfaceOp="append")
+    call = add("tool/call", tool_call("c1"))
+    first = add("tool/result", tool_result("c1", "a long output"), sourceEventSeqs=[call], surfaceOp="append")
+    pruned = add("tool/result", tool_result("c1", "[pruned]"), sourceEventSeqs=[first],
                  surfaceOp={"op": "replace", "start": first, "end": first})
     add("step/end", {"turn": 1, "step": 1})
     add("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     add("compaction/start", {"compactionId": "k1", "turn": None})
-    add("user/message", message("s1", "user", {"kind": "plugin", "plugin": "compaction"}, [{"type": "text", "text": "sum"}]),
+    add("user/message", compaction_summary("s1", "sum"),
         sourceEventSeqs=[user, answer, pruned], surfaceOp={"op": "replace", "start": user, "end": pruned})
     add("compaction/end", {"compactionId": "k1", "turn": None})
     add("turn/start", {"turn": 2})
-    add("user/message", message("u2", "user", {"kind": "user"}, []), surfaceOp="append")
+    add("user/message", with_change(user_message("u2"), ["content"], []), surfaceOp="append")
     add("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
     return pack(events)
 

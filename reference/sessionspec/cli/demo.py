@@ -14,6 +14,17 @@ from sessionspec.cli.check import print_text
 from sessionspec.cli.render import Style, point_in_time, render_text
 from sessionspec.logcheck.checker import check_path
 from sessionspec.testing import implementations as impls
+from sessionspec.testing.builders import (
+    assistant_message,
+    compaction_summary,
+    pruned,
+    replace_op,
+    text_block,
+    tool_call,
+    tool_call_block,
+    tool_result,
+    user_message,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -30,41 +41,28 @@ def example_session(impl: str = "model") -> Any:
     ticks = iter(range(1_700_000_000_000, 1_700_000_001_000))
     session = impls.factory(impl)("demo", clock=lambda: next(ticks))
 
-    def user(text: str, message_id: str, kind: str = "user") -> dict[str, Any]:
-        source: dict[str, Any] = {"kind": kind} if kind == "user" else {"kind": kind, "plugin": "compaction"}
-        return {"id": message_id, "role": "user", "source": source, "content": [{"type": "text", "text": text}]}
-
-    def assistant(turn: int, content: list[Any]) -> dict[str, Any]:
-        source = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
-        return {"turn": turn, "step": 1, "message": {"id": f"a{turn}", "role": "assistant", "source": source, "content": content}}
-
-    def result(text: str) -> dict[str, Any]:
-        block = {"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": text}]}
-        return {"turn": 1, "step": 1, "message": {"id": "r1", "role": "user", "source": {"kind": "tool", "callId": "c1"},
-                                                  "content": [block]}}
-
     session.append("turn/start", {"turn": 1})
-    session.append("user/message", user("What is in setup.py?", "u1"), surface_op="append")
+    session.append("user/message", user_message("u1", "What is in setup.py?"), surface_op="append")
     session.append("step/start", {"turn": 1, "step": 1})
     chunk = session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "Reading."}})
-    call = {"type": "tool-call", "id": "c1", "name": "read_file", "arguments": '{"path": "setup.py"}'}
-    session.append("assistant/message", assistant(1, [{"type": "text", "text": "Reading."}, call]), surface_op="append",
+    arguments = '{"path": "setup.py"}'
+    content = [text_block("Reading."), tool_call_block("c1", arguments=arguments)]
+    session.append("assistant/message", assistant_message("a1", content), surface_op="append",
                    source_event_seqs=[chunk.seq])
-    tool_call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read_file",
-                                             "arguments": '{"path": "setup.py"}'})
-    long_result = session.append("tool/result", result("from setuptools import setup\n" * 40), surface_op="append",
-                                 source_event_seqs=[tool_call.seq])
+    call = session.append("tool/call", tool_call("c1", arguments=arguments))
+    long_result = session.append("tool/result", tool_result("c1", "from setuptools import setup\n" * 40),
+                                 surface_op="append", source_event_seqs=[call.seq])
     # Tool-result pruning: the same result, with only its inner content shortened.
-    session.append("tool/result", result("[pruned: 40 lines]"),
-                   surface_op={"op": "replace", "start": long_result.seq, "end": long_result.seq},
+    session.append("tool/result", pruned(long_result.data, "[pruned: 40 lines]"),
+                   surface_op=replace_op(long_result.seq, long_result.seq),
                    source_event_seqs=[long_result.seq])
     session.append("step/end", {"turn": 1, "step": 1})
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     # Compaction: a summary takes the place of the whole first turn on the surface.
     nodes = list(session.surface.nodes)
     session.append("compaction/start", {"compactionId": "k1", "turn": None})
-    session.append("user/message", user("Summary: the user asked about setup.py; it was read.", "summary1", "plugin"),
-                   surface_op={"op": "replace", "start": nodes[0], "end": nodes[-1]}, source_event_seqs=nodes)
+    summary = compaction_summary("summary1", "Summary: the user asked about setup.py; it was read.")
+    session.append("user/message", summary, surface_op=replace_op(nodes[0], nodes[-1]), source_event_seqs=nodes)
     session.append("compaction/end", {"compactionId": "k1", "turn": None})
     return session
 

@@ -11,6 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sessionspec.testing.builders import (
+    CONFIG,
+    REMOVED,
+    assistant_message,
+    replace_op,
+    request_header,
+    tool_call,
+    tool_call_block,
+    tool_result,
+    user_message,
+    with_change,
+)
+
 Request = dict[str, Any]
 Step = Request | str
 """A request object, or a raw line (str) for inputs a JSON object cannot carry."""
@@ -27,22 +40,6 @@ class Case:
     """Only for the case that needs a rejected create before its last step."""
 
 
-def user(message_id: str = "u1", text: str = "hello", kind: str = "user") -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "source": {"kind": kind}, "content": [{"type": "text", "text": text}]}
-
-
-def assistant(message_id: str = "a1", content: list[Any] | None = None, turn: int = 1) -> dict[str, Any]:
-    source = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
-    blocks = content if content is not None else [{"type": "text", "text": "ok"}]
-    return {"turn": turn, "step": 1, "message": {"id": message_id, "role": "assistant", "source": source, "content": blocks}}
-
-
-def result(call_id: str = "c1", text: str = "output", message_id: str = "r1") -> dict[str, Any]:
-    block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}]}
-    return {"turn": 1, "step": 1, "message": {"id": message_id, "role": "user", "source": {"kind": "tool", "callId": call_id},
-                                              "content": [block]}}
-
-
 def create(session_id: str = "s1", seed: Any = None, header: Any = None) -> Request:
     return {"op": "create", "id": session_id, "seed": seed, "header": header}
 
@@ -57,20 +54,16 @@ def append(event_type: str, data: Any, op: Any = None, sources: Any = None, **ex
     return request
 
 
-def replace(start: int, end: int) -> dict[str, Any]:
-    return {"op": "replace", "start": start, "end": end}
-
-
-CALL = {"type": "tool-call", "id": "c1", "name": "read_file", "arguments": "{}"}
+CALL = tool_call_block("c1")
 TURN: tuple[Step, ...] = (
     create(),
-    append("turn/start", {"turn": 1}),                                    # 0
-    append("user/message", user(), "append"),                             # 1
-    append("step/start", {"turn": 1, "step": 1}),                         # 2
-    append("assistant/message", assistant(content=[CALL]), "append"),     # 3
-    append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read_file", "arguments": "{}"}),  # 4
-    append("tool/result", result(), "append", [4]),                       # 5
-    append("step/end", {"turn": 1, "step": 1}),                           # 6
+    append("turn/start", {"turn": 1}),                                     # 0
+    append("user/message", user_message("u1", "hello"), "append"),        # 1
+    append("step/start", {"turn": 1, "step": 1}),                          # 2
+    append("assistant/message", assistant_message(content=[CALL]), "append"),  # 3
+    append("tool/call", tool_call("c1")),                                  # 4
+    append("tool/result", tool_result("c1", "output"), "append", [4]),     # 5
+    append("step/end", {"turn": 1, "step": 1}),                            # 6
 )
 """A turn with a tool call; the surface is [1, 3, 5]."""
 NOTE = "plugin/note"
@@ -79,33 +72,11 @@ NOTE = "plugin/note"
 def seed_event(position: int, **overrides: Any) -> dict[str, Any]:
     event: dict[str, Any] = {"type": "turn/start", "seq": position, "time": 5, "data": {"turn": position}}
     event.update(overrides)
-    return {k: v for k, v in event.items() if v is not _DROP}
+    return {k: v for k, v in event.items() if v is not REMOVED}
 
 
-_DROP: Any = object()
 HEADER = {"version": 0, "id": "s1", "createdAt": 1}
 
-
-def _with(base: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
-    """A deep copy of `base` with the value at `path` set (or removed when `value` is _DROP)."""
-    import copy
-
-    out = copy.deepcopy(base)
-    target: Any = out
-    for key in path[:-1]:
-        target = target[key]
-    if value is _DROP:
-        del target[path[-1]]
-    else:
-        target[path[-1]] = value
-    return out
-
-
-def request_header(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"header": {"config": config, **extra}, "reason": "initial"}
-
-
-CONFIG = {"provider": "deepseek", "model": "deepseek-chat"}
 
 Pair = tuple[str, tuple[Step, ...], Step, Step]
 """(rule, setup, request that breaks the rule, near miss that does not)."""
@@ -113,7 +84,9 @@ Pair = tuple[str, tuple[Step, ...], Step, Step]
 
 def _pairs() -> list[Pair]:
     fresh: tuple[Step, ...] = (create(),)
-    u, a, r = user(), assistant(), result()
+    u, a, r = user_message("u1", "hello"), assistant_message(), tool_result("c1", "output")
+    u2, k, summary = user_message("u2", "hello"), user_message("k", "hello"), user_message("k", "hello", kind="plugin")
+    short = tool_result("c1", "short")
     m = ("message",)
     return [
         # Request lines are JSON text, read by the lossless text reader (spec/01, "JSON text").
@@ -159,21 +132,25 @@ def _pairs() -> list[Pair]:
         ("SESSION-CORE-EVENTS.1", fresh, create(seed=[seed_event(0, type="session/end-seed", data={"x": 1})]),
          create(seed=[seed_event(0, type="session/end-seed", data={})])),
         ("SESSION-CORE-EVENTS.2", fresh, append("mode/set", {"mode": "plan"}), append("mode/change", {"mode": "plan"})),
-        ("SESSION-MESSAGE-SHAPE.1", fresh, append("user/message", _with(u, ("id",), ""), "append"),
-         append("user/message", _with(u, ("id",), "u2"), "append")),
-        ("SESSION-MESSAGE-SHAPE.2", fresh, append("user/message", _with(u, ("role",), "assistant"), "append"),
+        ("SESSION-MESSAGE-SHAPE.1", fresh, append("user/message", with_change(u, ("id",), ""), "append"),
+         append("user/message", with_change(u, ("id",), "u2"), "append")),
+        ("SESSION-MESSAGE-SHAPE.2", fresh, append("user/message", with_change(u, ("role",), "assistant"), "append"),
          append("user/message", u, "append")),
-        ("SESSION-MESSAGE-SHAPE.3", fresh, append("user/message", _with(u, ("source",), {"kind": ""}), "append"),
-         append("user/message", _with(u, ("source",), {"kind": "plugin"}), "append")),
-        ("SESSION-MESSAGE-SHAPE.4", fresh, append("user/message", _with(u, ("content",), "hi"), "append"),
-         append("user/message", _with(u, ("content",), []), "append")),
-        ("SESSION-MESSAGE-SHAPE.5", fresh, append("assistant/message", _with(a, (*m, "source", "provider"), ""), "append"),
+        ("SESSION-MESSAGE-SHAPE.3", fresh, append("user/message", with_change(u, ("source",), {"kind": ""}), "append"),
+         append("user/message", with_change(u, ("source",), {"kind": "plugin"}), "append")),
+        ("SESSION-MESSAGE-SHAPE.4", fresh, append("user/message", with_change(u, ("content",), "hi"), "append"),
+         append("user/message", with_change(u, ("content",), []), "append")),
+        ("SESSION-MESSAGE-SHAPE.5", fresh,
+         append("assistant/message", with_change(a, (*m, "source", "provider"), ""), "append"),
          append("assistant/message", a, "append")),
-        ("SESSION-MESSAGE-SHAPE.6", fresh, append("tool/result", _with(r, (*m, "source", "kind"), "user"), "append"),
+        ("SESSION-MESSAGE-SHAPE.6", fresh,
+         append("tool/result", with_change(r, (*m, "source", "kind"), "user"), "append"),
          append("tool/result", r, "append")),
-        ("SESSION-MESSAGE-SHAPE.7", fresh, append("tool/result", _with(r, (*m, "content", 0, "content"), "text"), "append"),
-         append("tool/result", _with(r, (*m, "content", 0, "content"), []), "append")),
-        ("SESSION-MESSAGE-SHAPE.8", fresh, append("tool/result", _with(r, (*m, "content", 0, "toolCallId"), "c2"), "append"),
+        ("SESSION-MESSAGE-SHAPE.7", fresh,
+         append("tool/result", with_change(r, (*m, "content", 0, "content"), "text"), "append"),
+         append("tool/result", with_change(r, (*m, "content", 0, "content"), []), "append")),
+        ("SESSION-MESSAGE-SHAPE.8", fresh,
+         append("tool/result", with_change(r, (*m, "content", 0, "toolCallId"), "c2"), "append"),
          append("tool/result", r, "append")),
         ("SESSION-REQUEST-HEADER.1", fresh, append("request/header", request_header({"provider": "deepseek"})),
          append("request/header", request_header(CONFIG))),
@@ -181,34 +158,35 @@ def _pairs() -> list[Pair]:
          append("request/header", request_header({**CONFIG, "reasoningEffort": "high"}))),
         ("SESSION-REQUEST-HEADER.3", fresh, append("request/header", request_header(CONFIG, adapterDefaults={"maxTokens": True})),
          append("request/header", request_header({**CONFIG, "maxTokens": 8}, adapterDefaults={"maxTokens": True}))),
-        ("SESSION-REQUEST-HEADER.4", fresh, append("request/header", {**request_header(CONFIG), "reason": "fallback"}),
+        ("SESSION-REQUEST-HEADER.4", fresh, append("request/header", request_header(CONFIG, reason="fallback")),
          append("request/header", request_header(CONFIG))),
         ("SESSION-SURFACE-PROJECTION.1", fresh, append("turn/start", {"turn": 1}, "append"), append("turn/start", {"turn": 1})),
         ("SESSION-SURFACE-PROJECTION.2", TURN, append("turn/end", {"turn": 1}, sources=[0]), append("turn/end", {"turn": 1})),
         ("SESSION-SURFACE-PROJECTION.3", fresh, append("user/message", u), append("user/message", u, "append")),
         ("SESSION-SURFACE-PROJECTION.4", fresh, append("user/message", u, "prepend"), append("user/message", u, "append")),
-        ("SESSION-SURFACE-PROVENANCE.1", TURN, append("user/message", user("u2"), "append", 1),
-         append("user/message", user("u2"), "append", [1])),
-        ("SESSION-SURFACE-PROVENANCE.2", TURN, append("user/message", user("u2"), "append", []),
-         append("assistant/message", assistant("a2", []), "append", [])),
-        ("SESSION-SURFACE-PROVENANCE.3", TURN, append("user/message", user("u2"), "append", [True]),
-         append("user/message", user("u2"), "append", [0])),
-        ("SESSION-SURFACE-PROVENANCE.4", TURN, append("user/message", user("u2"), "append", [1, 1]),
-         append("user/message", user("u2"), "append", [1, 0])),
-        ("SESSION-SURFACE-PROVENANCE.5", TURN, append("user/message", user("u2"), "append", [7]),
-         append("user/message", user("u2"), "append", [6])),
-        ("SESSION-SURFACE-PROVENANCE.6", TURN, append("user/message", user("k", kind="plugin"), replace(1, 5), [1, 5]),
-         append("user/message", user("k", kind="plugin"), replace(1, 5), [1, 3, 5])),
-        ("SESSION-SURFACE-REPLACE.1", TURN, append("user/message", user("k"), replace(0, 3), [0, 3]),
-         append("user/message", user("k"), replace(1, 3), [1, 3])),
-        ("SESSION-SURFACE-REPLACE.2", TURN, append("user/message", user("k"), replace(5, 1), [1, 3, 5]),
-         append("user/message", user("k"), replace(3, 3), [3])),
-        ("SESSION-SURFACE-TOOL-RESULT.1", TURN, append("tool/result", result(text="short"), replace(3, 5), [3, 5]),
-         append("tool/result", result(text="short"), replace(5, 5), [5])),
-        ("SESSION-SURFACE-TOOL-RESULT.2", TURN, append("tool/result", result(text="short"), replace(3, 3), [3]),
-         append("tool/result", result(text="short"), replace(5, 5), [4, 5])),
-        ("SESSION-SURFACE-TOOL-RESULT.3", TURN, append("tool/result", result(message_id="r2"), replace(5, 5), [5]),
-         append("tool/result", result(text=""), replace(5, 5), [5])),
+        ("SESSION-SURFACE-PROVENANCE.1", TURN, append("user/message", u2, "append", 1),
+         append("user/message", u2, "append", [1])),
+        ("SESSION-SURFACE-PROVENANCE.2", TURN, append("user/message", u2, "append", []),
+         append("assistant/message", assistant_message("a2", []), "append", [])),
+        ("SESSION-SURFACE-PROVENANCE.3", TURN, append("user/message", u2, "append", [True]),
+         append("user/message", u2, "append", [0])),
+        ("SESSION-SURFACE-PROVENANCE.4", TURN, append("user/message", u2, "append", [1, 1]),
+         append("user/message", u2, "append", [1, 0])),
+        ("SESSION-SURFACE-PROVENANCE.5", TURN, append("user/message", u2, "append", [7]),
+         append("user/message", u2, "append", [6])),
+        ("SESSION-SURFACE-PROVENANCE.6", TURN, append("user/message", summary, replace_op(1, 5), [1, 5]),
+         append("user/message", summary, replace_op(1, 5), [1, 3, 5])),
+        ("SESSION-SURFACE-REPLACE.1", TURN, append("user/message", k, replace_op(0, 3), [0, 3]),
+         append("user/message", k, replace_op(1, 3), [1, 3])),
+        ("SESSION-SURFACE-REPLACE.2", TURN, append("user/message", k, replace_op(5, 1), [1, 3, 5]),
+         append("user/message", k, replace_op(3, 3), [3])),
+        ("SESSION-SURFACE-TOOL-RESULT.1", TURN, append("tool/result", short, replace_op(3, 5), [3, 5]),
+         append("tool/result", short, replace_op(5, 5), [5])),
+        ("SESSION-SURFACE-TOOL-RESULT.2", TURN, append("tool/result", short, replace_op(3, 3), [3]),
+         append("tool/result", short, replace_op(5, 5), [4, 5])),
+        ("SESSION-SURFACE-TOOL-RESULT.3", TURN,
+         append("tool/result", tool_result("c1", "output", message_id="r2"), replace_op(5, 5), [5]),
+         append("tool/result", tool_result("c1", ""), replace_op(5, 5), [5])),
         ("SESSION-SURFACE-FOLD.1", fresh, {"op": "fold", "events": [seed_event(0), seed_event(2)]},
          {"op": "fold", "events": [seed_event(0), seed_event(1)]}),
         ("SESSION-APPEND-COMMIT.5", fresh, append("session/end-seed", {}),
@@ -228,19 +206,22 @@ def _scenarios() -> list[Case]:
     """Accepting sessions that exercise the guarantees (kind `internal`) end to end."""
     compaction = (*TURN,
                   append("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
-                  append("tool/result", result(text="[pruned]"), replace(5, 5), [5]),
+                  append("tool/result", tool_result("c1", "[pruned]"), replace_op(5, 5), [5]),
                   append("compaction/start", {"compactionId": "k1", "turn": None}),
-                  append("user/message", user("summary", "the user asked; a file was read", "plugin"), replace(1, 8),
-                         [1, 3, 8]),
+                  append("user/message", user_message("summary", "the user asked; a file was read", kind="plugin"),
+                         replace_op(1, 8), [1, 3, 8]),
                   append("compaction/end", {"compactionId": "k1", "turn": None}),
                   {"op": "snapshot"})
-    positional = (*TURN, append("user/message", user("k"), replace(3, 5), [3, 5]),
-                  append("user/message", user("k2"), replace(7, 7), [7]), {"op": "snapshot"})
-    seeded = (create(seed=[seed_event(0), seed_event(1, type="user/message", data=user(), surfaceOp="append")]),
+    positional = (*TURN, append("user/message", user_message("k", "hello"), replace_op(3, 5), [3, 5]),
+                  append("user/message", user_message("k2", "hello"), replace_op(7, 7), [7]), {"op": "snapshot"})
+    hello = user_message("u1", "hello")
+    seeded = (create(seed=[seed_event(0), seed_event(1, type="user/message", data=hello, surfaceOp="append")]),
               append(NOTE, {}), {"op": "snapshot"})
-    empty_assistant = (create(), append("assistant/message", assistant("a0", []), "append", []), {"op": "snapshot"})
+    empty_assistant = (create(), append("assistant/message", assistant_message("a0", []), "append", []),
+                       {"op": "snapshot"})
+    calling = assistant_message(content=[CALL], turn=0)
     open_turn = [seed_event(0), seed_event(1, type="step/start", data={"turn": 0, "step": 1}),
-                 seed_event(2, type="assistant/message", data=assistant(content=[CALL], turn=0), surfaceOp="append")]
+                 seed_event(2, type="assistant/message", data=calling, surfaceOp="append")]
     return [
         Case("scenario-compaction", ("SESSION-SURFACE-REPLACE.3", "SESSION-SURFACE-REPLACE.4", "SESSION-READ-VIEWS.2",
                                      "SESSION-DERIVED-CACHE.1"), compaction, False, "tool-result pruning, then a compaction"),

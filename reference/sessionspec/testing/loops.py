@@ -17,7 +17,6 @@ Requests are the protocol's append form: `{type, data, surfaceOp?, sourceEventSe
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,9 +37,20 @@ from sessionspec.invariants import (
     TURN_NUMBERED,
 )
 from sessionspec.testing import implementations as impls
+from sessionspec.testing.builders import (
+    assistant_message,
+    compaction_summary,
+    pruned,
+    replace_op,
+    request_header,
+    text_block,
+    tool_call,
+    tool_call_block,
+    tool_result,
+    user_message,
+)
 
 Request = dict[str, Any]
-PROVIDER = {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,47 +97,6 @@ class Violation:
     state: LoopState = field(default_factory=LoopState)
 
 
-def user_message(message_id: str, text: str, kind: str = "user") -> dict[str, Any]:
-    source: dict[str, Any] = {"kind": kind} if kind == "user" else {"kind": kind, "plugin": "compaction"}
-    return {"id": message_id, "role": "user", "source": source, "content": [{"type": "text", "text": text}]}
-
-
-def assistant_data(turn: Any, step: Any, message_id: str, text: str, calls: Sequence[str]) -> dict[str, Any]:
-    content: list[Any] = [{"type": "text", "text": text}] if text else []
-    content += [{"type": "tool-call", "id": c, "name": "read_file", "arguments": "{}"} for c in calls]
-    return {"turn": turn, "step": step, "message": {"id": message_id, "role": "assistant", "source": dict(PROVIDER),
-                                                    "content": content}}
-
-
-def result_data(turn: Any, step: Any, message_id: str, call_id: str, text: str) -> dict[str, Any]:
-    block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}]}
-    return {"turn": turn, "step": step,
-            "message": {"id": message_id, "role": "user", "source": {"kind": "tool", "callId": call_id},
-                        "content": [block]}}
-
-
-def pruned(data: Any) -> dict[str, Any]:
-    """The same tool/result data with only the block's inner content shortened (a valid rewrite)."""
-    out = copy.deepcopy(_plain(data))
-    out["message"]["content"][0]["content"] = [{"type": "text", "text": "[pruned]"}]
-    return out  # type: ignore[no-any-return]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def request_header_data(reason: str, system: str = "") -> dict[str, Any]:
-    header: dict[str, Any] = {"config": {"provider": "deepseek", "model": "deepseek-chat"}}
-    if system:
-        header["system"] = system
-    return {"header": header, "reason": reason}
-
-
 class _Builder:
     """Writes requests and keeps the state a correct harness would be in after each."""
 
@@ -159,7 +128,7 @@ class _Builder:
         nodes = self.state.nodes
         shadowed = list(nodes[first : last + 1])
         seq = self.state.seq
-        request = {"type": kind, "data": data, "surfaceOp": {"op": "replace", "start": nodes[first], "end": nodes[last]},
+        request = {"type": kind, "data": data, "surfaceOp": replace_op(nodes[first], nodes[last]),
                    "sourceEventSeqs": shadowed}
         results = tuple((s, d) for s, d in self.state.results if s not in shadowed)
         if kind == "tool/result":
@@ -175,7 +144,8 @@ def _compaction(draw: Any, b: _Builder) -> None:
     first = draw(st.integers(0, len(nodes) - 1))
     last = draw(st.integers(first, len(nodes) - 1))
     b.log_only("compaction/start", {"compactionId": f"k{b.state.seq}", "turn": None})
-    b.replace_range("user/message", user_message(f"summary{b.state.seq}", "Summary of earlier work.", "plugin"), first, last)
+    summary = compaction_summary(f"summary{b.state.seq}", "Summary of earlier work.")
+    b.replace_range("user/message", summary, first, last)
     b.log_only("compaction/end", {"compactionId": f"k{b.state.seq}", "turn": None})
 
 
@@ -202,7 +172,8 @@ def _commit(draw: Any, b: _Builder, turn: int, step: int, max_calls: int) -> Non
     calls = [f"call-{b.state.seq}-{i}" for i in range(draw(st.integers(0, max_calls)))]
     text = draw(st.sampled_from(["", "Working on it."])) if calls else "Done."
     sources = chunks if chunks else draw(st.sampled_from([None, []]))
-    b.surface("assistant/message", assistant_data(turn, step, f"a{b.state.seq}", text, calls), sources,
+    content = [*([text_block(text)] if text else []), *(tool_call_block(c) for c in calls)]
+    b.surface("assistant/message", assistant_message(f"a{b.state.seq}", content, turn=turn, step=step), sources,
               committed=True, unrecorded=tuple(calls))
 
 
@@ -215,13 +186,14 @@ def _finish_step(draw: Any, b: _Builder, turn: Any, step: Any) -> None:
 
     def record(call_id: str) -> None:
         seq = b.state.seq
-        b.log_only("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "read_file", "arguments": "{}"},
+        b.log_only("tool/call", tool_call(call_id, turn=turn, step=step),
                    pending=(*b.state.pending, call_id), unrecorded=tuple(c for c in b.state.unrecorded if c != call_id),
                    recorded_at=(*b.state.recorded_at, (call_id, seq)))
 
     def answer(call_id: str) -> None:
         cited = [seq for c, seq in b.state.recorded_at if c == call_id]
-        b.surface("tool/result", result_data(turn, step, f"r{b.state.seq}", call_id, "file contents " * 3), cited,
+        result = tool_result(call_id, "file contents " * 3, message_id=f"r{b.state.seq}", turn=turn, step=step)
+        b.surface("tool/result", result, cited,
                   pending=tuple(c for c in b.state.pending if c != call_id),
                   recorded_at=tuple((c, seq) for c, seq in b.state.recorded_at if c != call_id))
 
@@ -291,8 +263,8 @@ def agent_loops(draw: Any, max_turns: int = 3, max_steps: int = 3, max_calls: in
             _compaction(draw, b)
         b.log_only("turn/start", {"turn": turn}, open_turn=turn, next_step=1)
         if draw(st.booleans()):
-            b.log_only("request/header", request_header_data("initial" if turn == 1 else "change",
-                                                             draw(st.sampled_from(["", "Be brief."]))))
+            system = draw(st.sampled_from([{}, {"system": "Be brief."}]))
+            b.log_only("request/header", request_header(reason="initial" if turn == 1 else "change", **system))
         if draw(st.booleans()):
             b.log_only("request/context", {"provider": "deepseek", "model": "deepseek-chat"})
         b.surface("user/message", user_message(f"u{b.state.seq}", f"Request {turn}."))
@@ -394,14 +366,14 @@ def _violations_for(state: LoopState, draw: Any) -> list[tuple[str, Callable[[],
         add(STEP_IN_TURN, lambda: {"type": "step/start", "data": {"turn": state.next_turn, "step": 1}})
         add(IN_OPEN_STEP, lambda: {"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {}}})
         add(IN_OPEN_STEP, lambda: {"type": "tool/result", "surfaceOp": "append",
-                                   "data": result_data(1, 1, f"r-{fresh}", fresh, "x")})
+                                   "data": tool_result(fresh, "x", message_id=f"r-{fresh}")})
         kind = draw(st.sampled_from(["todo/write", "request/header", "request/context"]))
-        data = request_header_data("change") if kind == "request/header" else {"todos": []}
+        data = request_header(reason="change") if kind == "request/header" else {"todos": []}
         add(TURN_ENCLOSED, lambda: {"type": kind, "data": data})
         if state.results:
             seq, result = state.results[-1]
             add(REWRITE_IN_TURN, lambda: {"type": "tool/result", "data": pruned(result),
-                                          "surfaceOp": {"op": "replace", "start": seq, "end": seq},
+                                          "surfaceOp": replace_op(seq, seq),
                                           "sourceEventSeqs": [seq]})
         return out
     add(TURN_NOT_OPEN, lambda: {"type": "turn/start", "data": {"turn": draw(st.sampled_from([t, t + 1]))}})
@@ -416,10 +388,11 @@ def _violations_for(state: LoopState, draw: Any) -> list[tuple[str, Callable[[],
     add(TURN_END_STEP_CLOSED, lambda: {"type": "turn/end", "data": {"turn": t, "reason": {"kind": "completed"}}})
     add(STEP_NOT_OPEN, lambda: {"type": "step/start", "data": {"turn": t, "step": draw(st.sampled_from([s, s + 1]))}})
     add(IN_OPEN_STEP, lambda: {"type": "assistant/message", "surfaceOp": "append",
-                               "data": assistant_data(t, _other(s, draw), f"a-{fresh}", "hi", [])})
+                               "data": assistant_message(f"a-{fresh}", [text_block("hi")], turn=t,
+                                                         step=_other(s, draw))})
     add(IN_OPEN_STEP, lambda: {"type": "step/end", "data": {"turn": _other(t, draw), "step": s}})
     add(RESULT_HAS_CALL, lambda: {"type": "tool/result", "surfaceOp": "append",
-                                  "data": result_data(t, s, f"r-{fresh}", fresh, "x")})
+                                  "data": tool_result(fresh, "x", message_id=f"r-{fresh}", turn=t, step=s)})
     return out
 
 
