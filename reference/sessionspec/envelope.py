@@ -19,7 +19,6 @@ from sessionspec.catalog import (
     TOOL_RESULT,
     USER_MESSAGE,
 )
-from sessionspec.errors import check
 from sessionspec.jsonvalue import (
     FrozenDict,
     FrozenList,
@@ -30,6 +29,7 @@ from sessionspec.jsonvalue import (
     snapshot,
     thaw,
 )
+from sessionspec.rules import check
 
 SESSION_FORMAT_VERSION: Final = 0
 ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})

@@ -7,7 +7,6 @@ conformance runner can compare two implementations by what they rejected, not by
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NoReturn
 
 
 class Kind(StrEnum):
@@ -90,16 +89,3 @@ class SpecViolation(ValueError):
         if self.line is not None:
             out["line"] = self.line
         return out
-
-
-def fail(rule: str, message: str, *, seq: int | None = None, index: int | None = None) -> NoReturn:
-    """Raise the violation of `rule`, with the kind the rule registry gives it."""
-    from sessionspec.rules import kind_of
-
-    raise SpecViolation(rule, kind_of(rule), message, seq=seq, index=index)
-
-
-def check(condition: bool, rule: str, message: str, *, seq: int | None = None, index: int | None = None) -> None:
-    """One rule, one line: raise the violation of `rule` unless `condition` holds."""
-    if not condition:
-        fail(rule, message, seq=seq, index=index)

@@ -15,10 +15,10 @@ from typing import Any
 
 from sessionspec.catalog import ASSISTANT_MESSAGE, END_SEED, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE
 from sessionspec.envelope import APPEND, Event
-from sessionspec.errors import Kind, SpecViolation, check
+from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import Json, json_equal
 from sessionspec.repair import TOOL_NOT_STARTED
-from sessionspec.rules import define
+from sessionspec.rules import check, define
 
 K = Kind
 SEQ_INCREASES = define("SESSION-RELATIONAL-INVARIANT.1", K.VETO, "seqs strictly increase")

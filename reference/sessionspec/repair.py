@@ -15,9 +15,9 @@ from typing import Final
 
 from sessionspec.catalog import ASSISTANT_MESSAGE, TOOL_RESULT
 from sessionspec.envelope import APPEND, Event, parse_event
-from sessionspec.errors import Kind, check
+from sessionspec.errors import Kind
 from sessionspec.jsonvalue import FrozenList, Json, snapshot
-from sessionspec.rules import define
+from sessionspec.rules import check, define
 
 TOOL_OUTCOME_UNKNOWN: Final = "TOOL_OUTCOME_UNKNOWN"
 TOOL_NOT_STARTED: Final = "TOOL_NOT_STARTED"

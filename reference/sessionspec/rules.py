@@ -9,8 +9,9 @@ and the tests to the same set of IDs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
-from sessionspec.errors import Kind
+from sessionspec.errors import Kind, SpecViolation
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,17 @@ def kind_of(rule_id: str) -> Kind:
     if rule is None:
         raise RuntimeError(f"rule {rule_id} is raised but not defined in sessionspec.rules")
     return rule.kind
+
+
+def fail(rule: str, message: str, *, seq: int | None = None, index: int | None = None) -> NoReturn:
+    """Raise the violation of `rule`, with the kind the rule registry gives it."""
+    raise SpecViolation(rule, kind_of(rule), message, seq=seq, index=index)
+
+
+def check(condition: bool, rule: str, message: str, *, seq: int | None = None, index: int | None = None) -> None:
+    """One rule, one line: raise the violation of `rule` unless `condition` holds."""
+    if not condition:
+        fail(rule, message, seq=seq, index=index)
 
 
 K = Kind

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from sessionspec.catalog import TOOL_RESULT
 from sessionspec.envelope import APPEND, Event, Replace
-from sessionspec.errors import check
 from sessionspec.jsonvalue import FrozenList, Json, json_equal
+from sessionspec.rules import check
 
 
 @dataclass(frozen=True, slots=True)

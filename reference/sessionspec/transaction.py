@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 
 from sessionspec.catalog import END_SEED
 from sessionspec.envelope import Event, Replace, check_type, default_header, parse_event, validate_header
-from sessionspec.errors import SpecViolation, check, fail
+from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int
+from sessionspec.rules import check, fail
 
 Clock = Callable[[], int]
 Validator = Callable[[Any, Event], object]

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sessionspec import storage
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
 from sessionspec.testing import implementations as impls
@@ -105,8 +106,6 @@ def replay(impl: str, ops: list[dict[str, Json] | None], *, collect: bool = True
 
 def save(session: Any, path: Path) -> str:
     """Write the log with the JSONL backend (refusing to overwrite); returns how it was written."""
-    from sessionspec import storage
-
     storage.save(path, session.header, session.events, format="jsonl")
     return "jsonl"
 

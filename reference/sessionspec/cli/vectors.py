@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sessionspec.conformance import vectors
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("vectors", help="generate or check the conformance vectors (spec/vectors/)")
@@ -16,8 +18,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sessionspec.conformance import vectors
-
     directory = args.dir or vectors.DEFAULT_DIR
     if args.action == "generate":
         paths = vectors.write(directory)

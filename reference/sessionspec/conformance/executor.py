@@ -38,9 +38,10 @@ from sessionspec.conformance.protocol import (
     error_answer,
 )
 from sessionspec.envelope import header_to_json, parse_event
-from sessionspec.errors import Kind, SpecViolation, check, fail
+from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import is_safe_int, thaw
 from sessionspec.repair import closers
+from sessionspec.rules import check, fail
 from sessionspec.surface import fold
 
 Factory = Callable[..., Any]

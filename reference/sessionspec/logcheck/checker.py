@@ -40,11 +40,12 @@ from sessionspec.catalog import (
     Catalog,
 )
 from sessionspec.envelope import ENVELOPE_KEYS, Event, check_content, parse_event, validate_header
-from sessionspec.errors import SpecViolation, check
+from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, Json, snapshot
 from sessionspec.logcheck.reader import StoredLine, Unreadable, open_log
 from sessionspec.logcheck.survey import Run, survey
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
+from sessionspec.rules import check
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
