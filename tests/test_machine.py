@@ -7,7 +7,7 @@ from sessionspec.cli import main
 from sessionspec.conformance.trace import Trace, parse_trace, render, write_trace
 from sessionspec.invariants import Companion
 from sessionspec.repair import closers
-from sessionspec.testing import implementations, loops
+from sessionspec.testing import implementations, invalid, loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.companion_machine import CompanionMachine
 from sessionspec.testing.machine import LiveMachine, ModelMachine
@@ -23,13 +23,13 @@ def test_every_invalid_operation_is_refused_by_the_model_with_its_rule(data: st.
     session = implementations.factory("model")("s", clock=lambda: 1)
     for request in data.draw(st.lists(ss.append_requests(ss.View.of(session)), max_size=4)):
         session.append_request(request)
-    invalid = data.draw(ss.invalid_requests(ss.View.of(session)))
+    bad = data.draw(invalid.invalid_requests(ss.View.of(session)))
     try:
-        session.append_request(invalid.request)
+        session.append_request(bad.request)
     except Exception as error:
-        assert getattr(error, "rule", None) == invalid.rule, (invalid.why, error)
+        assert getattr(error, "rule", None) == bad.rule, (bad.why, error)
     else:
-        raise AssertionError(f"accepted: {invalid.why}")
+        raise AssertionError(f"accepted: {bad.why}")
 
 
 def test_trace_encoding_keeps_values_json_cannot_hold() -> None:

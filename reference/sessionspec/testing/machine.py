@@ -32,7 +32,7 @@ from sessionspec.conformance.protocol import START_TIME, Answer
 from sessionspec.conformance.trace import Trace, write_trace
 from sessionspec.jsonvalue import thaw
 from sessionspec.requestheader import fold_request_header
-from sessionspec.testing import implementations, loops
+from sessionspec.testing import implementations, invalid, loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.machine_logs import LogRules, where
 
@@ -170,7 +170,7 @@ class SessionMachine(LogRules):
     @rule(data=st.data())
     def invalid_operation(self, data: st.DataObject) -> None:
         """Both reject with the same rule and kind (checked in `run`), and neither changes."""
-        self._refused(data.draw(ss.invalid_requests(self.view()), label="invalid"))
+        self._refused(data.draw(invalid.invalid_requests(self.view()), label="invalid"))
 
     @precondition(lambda self: bool(self.view().tool_result_nodes()))
     @rule(data=st.data())
@@ -180,19 +180,19 @@ class SessionMachine(LogRules):
         Its own rule (it is also one of the invalid operations) because a store that compares only
         the call id accepts these, and one draw among all invalid operations finds it too rarely.
         """
-        self._refused(data.draw(ss.forged_tool_result_rewrites(self.view()), label="forged rewrite"))
+        self._refused(data.draw(invalid.forged_tool_result_rewrites(self.view()), label="forged rewrite"))
 
     @precondition(lambda self: bool(self.nodes))
     @rule(data=st.data())
     def incomplete_provenance_is_refused(self, data: st.DataObject) -> None:
         """SESSION-SURFACE-PROVENANCE.6: a replacement whose sources miss a shadowed node is refused by both."""
-        self._refused(data.draw(ss.incomplete_provenance_replacements(self.view()), label="incomplete provenance"))
+        self._refused(data.draw(invalid.incomplete_provenance_replacements(self.view()), label="incomplete provenance"))
 
-    def _refused(self, invalid: ss.Invalid) -> None:
-        expected, _ = self.append(invalid.request)
-        assert not expected["ok"], f"the model accepted an operation meant to be invalid ({invalid.why})"
-        assert expected["error"]["rule"] == invalid.rule, (
-            f"strategy expected {invalid.rule} for {invalid.why}; the model said {expected['error']['rule']}")
+    def _refused(self, bad: invalid.Invalid) -> None:
+        expected, _ = self.append(bad.request)
+        assert not expected["ok"], f"the model accepted an operation meant to be invalid ({bad.why})"
+        assert expected["error"]["rule"] == bad.rule, (
+            f"strategy expected {bad.rule} for {bad.why}; the model said {expected['error']['rule']}")
 
     @rule(data=st.data(), mode=st.sampled_from(["raise", "violation", "reentrant"]))
     def vetoed_append(self, data: st.DataObject, mode: str) -> None:

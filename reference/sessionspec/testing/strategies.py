@@ -1,21 +1,22 @@
-"""Hypothesis strategies for session operations, valid and deliberately invalid.
+"""Hypothesis strategies for valid session operations; the deliberately invalid ones are `testing.invalid`'s.
 
 Public so that any implementation of the session model can reuse them. Every strategy produces
 a request in the protocol's append shape, `{type, data, surfaceOp?, sourceEventSeqs?, ignorable?}`
 (apply it with `Session.append_request`). Strategies that depend on the session take a `View`
-(the current events and surface nodes) and are drawn inside a rule with `st.data()`, because what
-is valid depends on what has been logged: sources must name earlier seqs, a replacement must name
-nodes that are on the surface now.
+(the current events and surface nodes), because what is valid depends on what has been logged:
+sources must name earlier seqs, a replacement must name nodes that are on the surface now.
 
-Invalid operations come as `Invalid(request, rule)`: the rule the reference model rejects it with.
-The machine checks that the model really does (so a strategy that drifts into valid input is
-caught) and that the system under test rejects it with the same rule and kind.
+Speed: a strategy is validated by Hypothesis the first time it is drawn from, and building one
+(`st.builds`, `st.one_of`, `st.sampled_from` of a fresh list) costs more than drawing from it.
+So every strategy here is built once: at import, or cached by the numbers it depends on (the
+next seq, a count). What depends on the log itself is a *draw function* `f(draw, view)`, which
+draws indices and contents from those built strategies and reads the rest from the view;
+`st.composite` wraps it for callers that want a strategy.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ from sessionspec.jsonvalue import MAX_SAFE_INTEGER, thaw
 
 Request = dict[str, Any]
 S = st.SearchStrategy
+Draw = Callable[[S[Any]], Any]
+"""What a draw function draws with: `st.DrawFn` inside a composite, `DataObject.draw` in a rule."""
 
 
 @dataclass(frozen=True)
@@ -61,14 +64,20 @@ class View:
     def tool_result_nodes(self) -> list[int]:
         return [n for n in self.nodes if self.events[n]["type"] == TOOL_RESULT]
 
+    def log_only(self) -> list[int]:
+        """Seqs of log-only events: never on the surface."""
+        return [e["seq"] for e in self.events if "surfaceOp" not in e]
 
-@dataclass(frozen=True)
-class Invalid:
-    """A request the model rejects, and the rule it rejects it with."""
 
-    request: Request
-    rule: str
-    why: str
+@functools.lru_cache(maxsize=1024)
+def index(n: int) -> S[int]:
+    """A position in a sequence of `n` (n >= 1): one strategy per length, so it is validated once."""
+    return st.integers(0, n - 1)
+
+
+def pick(draw: Draw, items: Sequence[Any]) -> Any:
+    """One of `items`, chosen by position (shrinks towards the first)."""
+    return items[draw(index(len(items)))]
 
 
 # --- JSON payloads ------------------------------------------------------------------------------
@@ -207,7 +216,7 @@ log_only_requests: S[Request] = st.one_of(
 # --- surface appends --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=1024)
 def sources_before(seq: int, *, allow_empty: bool = False) -> S[list[int] | None]:
     """An optional provenance list: distinct earlier seqs, in any order."""
     if seq == 0:
@@ -223,280 +232,148 @@ def _surface(event_type: str, data: Any, op: Any, sources: list[int] | None) -> 
     return request
 
 
+@functools.lru_cache(maxsize=1024)
+def _user_requests(seq: int) -> S[Request]:
+    return st.builds(lambda d, s: _surface(USER_MESSAGE, d, "append", s), user_message_data(), sources_before(seq))
+
+
+@functools.lru_cache(maxsize=1024)
+def _assistant_requests(seq: int) -> S[Request]:
+    return st.builds(lambda d, s: _surface(ASSISTANT_MESSAGE, d, "append", s), assistant_message_data(),
+                     sources_before(seq, allow_empty=True))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tool_result_requests(seq: int) -> S[Request]:
+    return st.builds(lambda d, s: _surface(TOOL_RESULT, d, "append", s), tool_result_data(), sources_before(seq))
+
+
+@functools.lru_cache(maxsize=1024)
+def _append_requests(seq: int) -> S[Request]:
+    return st.one_of(_user_requests(seq), _assistant_requests(seq), _tool_result_requests(seq), log_only_requests)
+
+
 def user_message_requests(view: View) -> S[Request]:
-    return st.builds(lambda d, s: _surface(USER_MESSAGE, d, "append", s), user_message_data(), sources_before(view.seq))
+    return _user_requests(view.seq)
 
 
 def assistant_message_requests(view: View) -> S[Request]:
-    return st.builds(lambda d, s: _surface(ASSISTANT_MESSAGE, d, "append", s), assistant_message_data(),
-                     sources_before(view.seq, allow_empty=True))
+    return _assistant_requests(view.seq)
 
 
 def tool_result_requests(view: View) -> S[Request]:
-    return st.builds(lambda d, s: _surface(TOOL_RESULT, d, "append", s), tool_result_data(), sources_before(view.seq))
+    return _tool_result_requests(view.seq)
 
 
 def append_requests(view: View) -> S[Request]:
     """Any valid append: a surface append of each type or a log-only event."""
-    return st.one_of(user_message_requests(view), assistant_message_requests(view), tool_result_requests(view),
-                     log_only_requests)
+    return _append_requests(view.seq)
 
 
 # --- replacements ------------------------------------------------------------------------------
 
 
-def _replace_op(start: int, end: int) -> dict[str, Any]:
+def replace_op(start: int, end: int) -> dict[str, Any]:
     return Replace(start, end).to_json()
 
 
-def _covering_sources(draw: st.DrawFn, view: View, shadowed: Sequence[int]) -> list[int]:
-    extra = draw(st.lists(st.integers(0, view.seq - 1), unique=True, max_size=2))
-    return draw(st.permutations(sorted({*shadowed, *extra})))
+@functools.lru_cache(maxsize=1024)
+def _extra_sources(seq: int) -> S[list[int]]:
+    return st.lists(st.integers(0, seq - 1), unique=True, max_size=2)
 
 
-def positional_ranges(view: View) -> S[Any]:
-    """Positions first <= last on the surface; prefers ranges whose start seq is above the end seq.
+@functools.lru_cache(maxsize=64)
+def order(n: int) -> S[list[int]]:
+    """An order of n things (a permutation of their positions)."""
+    return st.permutations(range(n))
+
+
+def covering_sources(draw: Draw, view: View, shadowed: Sequence[int]) -> list[int]:
+    """Sources naming every shadowed node, maybe with a few other earlier seqs, in any order."""
+    listed = sorted({*shadowed, *draw(_extra_sources(view.seq))})
+    return [listed[i] for i in draw(order(len(listed)))] if len(listed) > 1 else listed
+
+
+def positional_range(draw: Draw, view: View) -> tuple[int, int]:
+    """Positions first <= last on the surface; often one whose start seq is above its end seq.
 
     After a replacement the node list is no longer sorted by seq, and a range is read by
     position: `{start: 9, end: 4}` is valid when node 9 sits before node 4.
     """
-    n = len(view.nodes)
-    ordered = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).map(sorted).map(tuple)
-    reversed_pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if view.nodes[i] > view.nodes[j]]
-    if reversed_pairs:
-        return st.one_of(ordered, st.sampled_from(reversed_pairs))
-    return ordered
+    nodes = view.nodes
+    reversed_pairs = [(i, j) for i in range(len(nodes)) for j in range(i + 1, len(nodes)) if nodes[i] > nodes[j]]
+    if reversed_pairs and draw(st.booleans()):
+        first, last = pick(draw, reversed_pairs)
+        return first, last
+    first, last = draw(index(len(nodes))), draw(index(len(nodes)))
+    return min(first, last), max(first, last)
+
+
+_SUMMARY_DATA = st.one_of(st.tuples(st.just(USER_MESSAGE), user_message_data()),
+                          st.tuples(st.just(ASSISTANT_MESSAGE), assistant_message_data()))
+
+
+def summary_replacement(draw: Draw, view: View) -> Request:
+    """A compaction: a user or assistant message takes the place of a surface range (needs a non-empty surface)."""
+    first, last = positional_range(draw, view)
+    sources = covering_sources(draw, view, view.nodes[first:last + 1])
+    event_type, data = draw(_SUMMARY_DATA)
+    return _surface(event_type, data, replace_op(view.nodes[first], view.nodes[last]), sources)
+
+
+def tool_result_rewrite(draw: Draw, view: View) -> Request:
+    """A pruning: the same tool result with only its inner content changed (decision 7; needs a tool-result node)."""
+    target = pick(draw, view.tool_result_nodes())
+    data = thaw(view.events[target]["data"])
+    data["message"]["content"][0]["content"] = draw(result_inner_blocks)
+    return _surface(TOOL_RESULT, data, replace_op(target, target), covering_sources(draw, view, [target]))
+
+
+def replacement(draw: Draw, view: View) -> Request:
+    """A valid replacement of the current surface (needs a non-empty surface)."""
+    if view.tool_result_nodes() and draw(st.booleans()):
+        return tool_result_rewrite(draw, view)
+    return summary_replacement(draw, view)
 
 
 @st.composite
 def summary_replacements(draw: st.DrawFn, view: View) -> Request:
-    """A compaction: a user or assistant message takes the place of a surface range."""
-    first, last = draw(positional_ranges(view))
-    shadowed = view.nodes[first:last + 1]
-    sources = _covering_sources(draw, view, shadowed)
-    event_type, data = draw(st.one_of(st.tuples(st.just(USER_MESSAGE), user_message_data()),
-                                      st.tuples(st.just(ASSISTANT_MESSAGE), assistant_message_data())))
-    return _surface(event_type, data, _replace_op(view.nodes[first], view.nodes[last]), sources)
+    return summary_replacement(draw, view)
 
 
 @st.composite
 def tool_result_rewrites(draw: st.DrawFn, view: View) -> Request:
-    """A pruning: the same tool result with only its inner content changed (decision 7)."""
-    target = draw(st.sampled_from(view.tool_result_nodes()))
-    data = thaw(view.events[target]["data"])
-    data["message"]["content"][0]["content"] = draw(result_inner_blocks)
-    return _surface(TOOL_RESULT, data, _replace_op(target, target), _covering_sources(draw, view, [target]))
+    return tool_result_rewrite(draw, view)
 
 
-def replacements(view: View) -> S[Request]:
+@st.composite
+def replacements(draw: st.DrawFn, view: View) -> Request:
     """A valid replacement of the current surface (requires a non-empty surface)."""
-    options = [summary_replacements(view)]
-    if view.tool_result_nodes():
-        options.append(tool_result_rewrites(view))
-    return st.one_of(options)
-
-
-# --- deliberately invalid operations -------------------------------------------------------------
-
-
-class NonJson:
-    """Python values a JSON round trip would change, each with the rule that refuses it."""
-
-    VALUES: tuple[tuple[Callable[[], Any], str], ...] = (
-        (lambda: (1, 2), "SESSION-LOSSLESS-JSON.1"),
-        (lambda: {"set": frozenset()}, "SESSION-LOSSLESS-JSON.1"),
-        (lambda: b"bytes", "SESSION-LOSSLESS-JSON.1"),
-        (lambda: MAX_SAFE_INTEGER + 1, "SESSION-LOSSLESS-JSON.2"),
-        (lambda: -(2**64), "SESSION-LOSSLESS-JSON.2"),
-        (lambda: math.nan, "SESSION-LOSSLESS-JSON.3"),
-        (lambda: math.inf, "SESSION-LOSSLESS-JSON.3"),
-        (lambda: -0.0, "SESSION-LOSSLESS-JSON.4"),
-        (lambda: {1: "int key"}, "SESSION-LOSSLESS-JSON.5"),
-    )
-
-
-def _bad_json(index: int, where: str) -> Invalid:
-    make, rule = NonJson.VALUES[index]
-    data = {"turn": 1, "value": [make()]} if where == "nested" else make()
-    return Invalid({"type": "turn/start", "data": data}, rule, f"non-JSON data ({where})")
-
-
-_BAD_JSON = st.builds(_bad_json, st.integers(0, len(NonJson.VALUES) - 1), st.sampled_from(["nested", "top"]))
-
-
-def _user(view: View) -> S[dict[str, Any]]:
-    return user_message_data()
-
-
-def _fixed(view: View) -> list[S[Invalid]]:
-    return _fixed_at(view.seq)
-
-
-@functools.lru_cache(maxsize=512)
-def _fixed_at(seq: int) -> list[S[Invalid]]:
-    """Invalid requests that do not depend on the surface (built once per seq: strategies validate once)."""
-    user = user_message_data()
-    return [
-        _BAD_JSON,
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "x": 1},
-                                    "SESSION-EVENT-ENVELOPE.1", "unknown request key"), user),
-        st.just(Invalid({"type": "turn/start", "seq": 0, "data": {}}, "SESSION-EVENT-ENVELOPE.1", "seq in an append request")),
-        st.just(Invalid({"type": "turn/start"}, "SESSION-EVENT-ENVELOPE.5", "no data")),
-        st.just(Invalid({"type": "", "data": {}}, "SESSION-EVENT-ENVELOPE.2", "empty type")),
-        st.just(Invalid({"type": 7, "data": {}}, "SESSION-EVENT-ENVELOPE.2", "type not a string")),
-        st.just(Invalid({"type": "turn/start", "data": {}, "ignorable": False}, "SESSION-EVENT-ENVELOPE.6",
-                        "ignorable false")),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "ignorable": True},
-                                    "SESSION-EVENT-ENVELOPE.7", "ignorable surface event"), user),
-        st.just(Invalid({"type": END_SEED, "data": {}}, "SESSION-APPEND-COMMIT.5", "marker by append")),
-        st.builds(lambda t: Invalid({"type": t, "data": {}}, "SESSION-CORE-EVENTS.2", "retired type"),
-                  st.sampled_from(["request/header-delta", "mode/set"])),
-        st.just(Invalid({"type": "turn/start", "data": {}, "surfaceOp": "append"}, "SESSION-SURFACE-PROJECTION.1",
-                        "surfaceOp on a log-only event")),
-        st.just(Invalid({"type": "todo/write", "data": {"todos": []}, "sourceEventSeqs": [0]},
-                        "SESSION-SURFACE-PROJECTION.2", "sources on a log-only event")),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d}, "SESSION-SURFACE-PROJECTION.3", "no surfaceOp"), user),
-        st.builds(lambda d, op: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": op}, "SESSION-SURFACE-PROJECTION.4",
-                                        "malformed surfaceOp"),
-                  user, st.sampled_from([None, "prepend", {"op": "replace", "start": 0}, {"op": "replace", "start": -1, "end": 0},
-                                         {"op": "replace", "start": True, "end": 0},
-                                         {"op": "replace", "start": 0, "end": 0, "x": 1}])),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "sourceEventSeqs": {"0": 0}},
-                                    "SESSION-SURFACE-PROVENANCE.1", "sources not an array"), user),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "sourceEventSeqs": []},
-                                    "SESSION-SURFACE-PROVENANCE.2", "empty sources on a user message"), user),
-        st.builds(lambda d, s: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "sourceEventSeqs": [s]},
-                                       "SESSION-SURFACE-PROVENANCE.3", "a source that is not a seq"),
-                  user, st.sampled_from([-1, True, 1.5, "0"])),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "sourceEventSeqs": [0, 0]},
-                                    "SESSION-SURFACE-PROVENANCE.4", "duplicate sources"), user),
-        st.builds(lambda d, k: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append",
-                                        "sourceEventSeqs": [seq + k]}, "SESSION-SURFACE-PROVENANCE.5",
-                                       "future provenance"), user, st.integers(0, 3)),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": {**d, "id": ""}, "surfaceOp": "append"},
-                                    "SESSION-MESSAGE-SHAPE.1", "unidentified message"), user),
-        st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": {**d, "role": "assistant"}, "surfaceOp": "append"},
-                                    "SESSION-MESSAGE-SHAPE.2", "wrong role"), user),
-        st.builds(lambda d: Invalid({"type": ASSISTANT_MESSAGE, "data": {**d, "message": {**d["message"], "source": {"kind": "user"}}},
-                                     "surfaceOp": "append"}, "SESSION-MESSAGE-SHAPE.5", "assistant without model source"),
-                  assistant_message_data()),
-        st.builds(lambda d: Invalid({"type": TOOL_RESULT, "data": _with_inner_call(d, "other"), "surfaceOp": "append"},
-                                    "SESSION-MESSAGE-SHAPE.8", "mismatched tool call ids"), tool_result_data()),
-        st.just(Invalid({"type": REQUEST_HEADER, "data": {"header": {"config": {"provider": "deepseek"}}, "reason": "initial"}},
-                        "SESSION-REQUEST-HEADER.1", "request header without model")),
-        st.just(Invalid({"type": REQUEST_HEADER, "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"}},
-                        "SESSION-REQUEST-HEADER.4", "legacy fallback reason")),
-    ]
-
-
-def _with_inner_call(data: dict[str, Any], call_id: str) -> dict[str, Any]:
-    out = thaw(data)
-    out["message"]["content"][0]["toolCallId"] = call_id
-    return out  # type: ignore[no-any-return]
-
-
-def _missing_endpoint(view: View) -> S[Invalid]:
-    off = [e["seq"] for e in view.events if "surfaceOp" not in e] + [view.seq, view.seq + 5]
-    start_or_end = st.sampled_from(off)
-    anchor = st.sampled_from(view.nodes) if view.nodes else start_or_end
-    return st.builds(lambda d, bad, good, at_start: Invalid(
-        {"type": USER_MESSAGE, "data": d, "surfaceOp": _replace_op(bad, good) if at_start else _replace_op(good, bad)},
-        "SESSION-SURFACE-REPLACE.1", "endpoint not in the log or log-only"), _user(view), start_or_end, anchor, st.booleans())
-
-
-def _surface_dependent(view: View) -> list[S[Invalid]]:
-    out = [_missing_endpoint(view)]
-    shadowed = view.shadowed()
-    if shadowed and view.nodes:
-        out.append(st.builds(lambda d, s, n: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": _replace_op(s, n),
-                                                      "sourceEventSeqs": sorted({s, n})},
-                                                     "SESSION-SURFACE-REPLACE.1", "shadowed endpoint"),
-                             _user(view), st.sampled_from(shadowed), st.sampled_from(view.nodes)))
-    if len(view.nodes) >= 2:
-        pairs = st.tuples(st.integers(0, len(view.nodes) - 1), st.integers(0, len(view.nodes) - 1)).filter(lambda p: p[0] > p[1])
-        out.append(st.builds(lambda d, p: Invalid({"type": USER_MESSAGE, "data": d,
-                                                   "surfaceOp": _replace_op(view.nodes[p[0]], view.nodes[p[1]]),
-                                                   "sourceEventSeqs": list(view.nodes)},
-                                                  "SESSION-SURFACE-REPLACE.2", "start after end"), _user(view), pairs))
-    if view.nodes:
-        out.append(incomplete_provenance_replacements(view))
-    if view.tool_result_nodes():
-        out.append(forged_tool_result_rewrites(view))
-    others = [n for n in view.nodes if view.events[n]["type"] != TOOL_RESULT]
-    if others:
-        out.append(st.builds(lambda d, n: Invalid({"type": TOOL_RESULT, "data": d, "surfaceOp": _replace_op(n, n),
-                                                   "sourceEventSeqs": [n]}, "SESSION-SURFACE-TOOL-RESULT.2",
-                                                  "rewrite of a node that is not a tool result"),
-                             tool_result_data(), st.sampled_from(others)))
-    if len(view.nodes) >= 2:
-        out.append(st.builds(lambda d, i: Invalid({"type": TOOL_RESULT, "data": d,
-                                                   "surfaceOp": _replace_op(view.nodes[i], view.nodes[i + 1]),
-                                                   "sourceEventSeqs": [view.nodes[i], view.nodes[i + 1]]},
-                                                  "SESSION-SURFACE-TOOL-RESULT.1", "rewrite of two nodes"),
-                             tool_result_data(), st.integers(0, len(view.nodes) - 2)))
-    return out
-
-
-@st.composite
-def incomplete_provenance_replacements(draw: st.DrawFn, view: View) -> Invalid:
-    """A replacement whose sources omit one shadowed node (or that has no sources at all)."""
-    first, last = draw(positional_ranges(view))
-    shadowed = list(view.nodes[first:last + 1])
-    omitted = draw(st.sampled_from(shadowed))
-    sources = [s for s in shadowed if s != omitted]
-    request = _surface(ASSISTANT_MESSAGE, draw(assistant_message_data()),
-                       _replace_op(view.nodes[first], view.nodes[last]), draw(st.permutations(sources)))
-    if draw(st.booleans()):
-        del request["sourceEventSeqs"]
-    return Invalid(request, "SESSION-SURFACE-PROVENANCE.6", "sources omit a shadowed node")
-
-
-REWRITE_CHANGES: dict[str, Callable[[dict[str, Any]], object]] = {
-    "message id": lambda d: d["message"].__setitem__("id", d["message"]["id"] + "-forged"),
-    "call id": lambda d: (d["message"]["source"].__setitem__("callId", "forged"),
-                          d["message"]["content"][0].__setitem__("toolCallId", "forged")),
-    "isError": lambda d: d["message"]["content"][0].__setitem__("isError", not d["message"]["content"][0].get("isError", False)),
-    "error": lambda d: d.__setitem__("error", {"name": "Forged", "code": "X"}) if "error" not in d else d.pop("error"),
-    "meta": lambda d: d.__setitem__("meta", {"forged": True}) if d.get("meta") != {"forged": True} else d.pop("meta"),
-    "turn": lambda d: d.__setitem__("turn", d["turn"] + 1),
-}
-
-
-@st.composite
-def forged_tool_result_rewrites(draw: st.DrawFn, view: View) -> Invalid:
-    """A tool-result rewrite that changes more than the inner content: an id, isError, error or meta."""
-    target = draw(st.sampled_from(view.tool_result_nodes()))
-    data = thaw(view.events[target]["data"])
-    change = draw(st.sampled_from(sorted(REWRITE_CHANGES)))
-    REWRITE_CHANGES[change](data)
-    data["message"]["content"][0]["content"] = draw(result_inner_blocks)
-    return Invalid(_surface(TOOL_RESULT, data, _replace_op(target, target), [target]), "SESSION-SURFACE-TOOL-RESULT.3",
-                   f"rewrite changes the {change}")
-
-
-def invalid_requests(view: View) -> S[Invalid]:
-    """A deliberately invalid append for the session `view` shows, with the rule that refuses it."""
-    return st.one_of(*_fixed(view), *_surface_dependent(view))
+    return replacement(draw, view)
 
 
 __all__ = [
-    "Invalid",
     "View",
     "append_requests",
     "assistant_message_requests",
     "chunks",
     "content_blocks",
-    "forged_tool_result_rewrites",
-    "incomplete_provenance_replacements",
-    "invalid_requests",
+    "covering_sources",
     "json_values",
     "log_only_requests",
+    "order",
+    "pick",
+    "positional_range",
+    "replace_op",
+    "replacement",
     "replacements",
     "request_headers",
     "sources_before",
+    "summary_replacement",
     "summary_replacements",
     "todos",
     "tool_result_requests",
+    "tool_result_rewrite",
     "tool_result_rewrites",
     "user_message_requests",
 ]
