@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sessionspec.conformance import client, protocol
+from sessionspec.conformance import client, protocol, remote
 from sessionspec.conformance import testee as scp_testee
 from sessionspec.conformance.executor import Executor
 from sessionspec.errors import SpecViolation
@@ -198,7 +198,7 @@ def test_hooks_extension_vetoes_and_refuses_reentry() -> None:
 def test_remote_session_has_the_session_api() -> None:
     connection = client.Connection(SERVE)
     try:
-        session = client.RemoteSession.over(connection)("s1")
+        session = remote.RemoteSession.over(connection)("s1")
         event = session.append("user/message", USER, surface_op="append")
         assert event.seq == 0 and session.seq == 1 and list(session.surface.nodes) == [0]
         assert list(session.derive_messages()) == [USER] and session.first_live_seq == 0

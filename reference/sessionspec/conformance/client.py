@@ -1,12 +1,18 @@
 """The runner's side of SCP v0: one testee process, driven so that nothing it does can hang or crash the runner.
 
-`Connection` writes request lines and reads answer lines on its own threads, so requests can be
-pipelined (many in flight, answers matched in order) and a testee that misbehaves is named, never
-waited on forever: a deadline per answer that a partial line does not extend, a bound on an answer
-line (read in linear time, dropped as soon as it is over), and a kind for each way a testee fails:
-it could not start, exited (with its code), closed stdout but lives, timed out, overflowed the line
+`Connection` writes request lines and reads answer lines so that requests can be pipelined (many
+in flight, answers matched in order) and a testee that misbehaves is named, never waited on
+forever: a deadline per answer that a partial line does not extend, a bound on an answer line
+(read in linear time, dropped as soon as it is over), and a kind for each way a testee fails: it
+could not start, exited (with its code), closed stdout but lives, timed out, overflowed the line
 bound, or wrote something that is not an answer. Its stderr is kept as a bounded tail for reports.
-`RemoteSession` exposes the read and append API of `model.Session` over a connection.
+
+Throughput: requests are written in batches (`batch` lines or `BATCH_BYTES`, whichever comes
+first, and whatever is left when an answer is wanted), and answers are read in the calling
+thread, in large reads, when they are wanted. A write per request and a reader thread each cost
+a wake-up of one process by the other and a handover of the interpreter lock, which on a busy
+machine was most of the time a request spent in the pipe. While a batch is written the answers
+already waiting are read too, so a testee blocked on a full stdout can never hold a write.
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ import collections
 import contextlib
 import json
 import os
-import queue
 import re
 import select
 import subprocess
@@ -27,16 +32,15 @@ from typing import IO, Any, Final
 import orjson
 
 from sessionspec.conformance.protocol import MAX_LINE_BYTES, Answer, dumps
-from sessionspec.envelope import Event, Replace, parse_event
-from sessionspec.errors import Kind, SpecViolation
-from sessionspec.jsonvalue import FrozenList, snapshot, thaw
+from sessionspec.errors import SpecViolation
 from sessionspec.storage.losslessparse import parse
-from sessionspec.surface import Surface
 
 STDERR_TAIL: Final = 4096
+BATCH: Final = 32
+"""Request lines held before they are written (unless an answer is wanted first)."""
+BATCH_BYTES: Final = 1 << 16
+READ_BYTES: Final = 1 << 18
 _LONG_DIGITS: Final = re.compile(rb"\d{20,}")
-_EOF: Final = object()
-_OVERFLOW: Final = object()
 
 
 class TesteeFailure(Exception):
@@ -52,30 +56,35 @@ class TesteeFailure(Exception):
         return {"ok": False, "error": {"kind": f"testee-{self.kind}", "message": self.message, "rule": None}}
 
 
-def _read_answers(stream: IO[bytes], lines: queue.Queue[Any], bound: int) -> None:
-    """The reader thread: whole lines into `lines`, in linear time; then _OVERFLOW or _EOF, and stop."""
-    fd = stream.fileno()
-    pending = bytearray()
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:
-            chunk = b""
+class _Answers:
+    """Answer lines split from what the testee writes, in linear time; `ended` once it closed stdout or overflowed."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.lines: collections.deque[bytes] = collections.deque()
+        self.partial = bytearray()
+        self.ended: str | None = None
+        """None while reading; "closed" after EOF; "overflow" after a line over the bound (reading stops)."""
+
+    def feed(self, chunk: bytes) -> None:
         if not chunk:
-            lines.put(_EOF)
+            self.ended = "closed"
             return
         start = 0
         end = chunk.find(b"\n")
         while end >= 0:
-            pending += chunk[start:end]
-            lines.put(bytes(pending))
-            pending.clear()
+            if self.partial:
+                self.partial += chunk[start:end]
+                self.lines.append(bytes(self.partial))
+                self.partial.clear()
+            else:
+                self.lines.append(chunk[start:end])
             start = end + 1
             end = chunk.find(b"\n", start)
-        pending += chunk[start:]
-        if len(pending) > bound:
-            lines.put(_OVERFLOW)
-            return
+        self.partial += chunk[start:]
+        if len(self.partial) > self.bound:
+            self.partial.clear()
+            self.ended = "overflow"
 
 
 def _keep_tail(stream: IO[bytes], tail: collections.deque[bytes]) -> None:
@@ -96,17 +105,21 @@ def _keep_tail(stream: IO[bytes], tail: collections.deque[bytes]) -> None:
 
 
 class Connection:
-    """One running testee. `send` writes a request line, `receive` reads the next answer; `request` does both."""
+    """One running testee. `send` queues a request line, `receive` reads the next answer; `request` does both."""
 
-    def __init__(self, command: Sequence[str], *, timeout: float = 10.0, bound: int | None = None) -> None:
+    def __init__(self, command: Sequence[str], *, timeout: float = 10.0, bound: int | None = None,
+                 batch: int = BATCH) -> None:
         self.command = list(command)
         self.timeout = timeout
         self.bound = bound if bound is not None else MAX_LINE_BYTES
+        self.batch = max(1, batch)
         self.restarts = 0
         self.requests = 0
         self._process: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[Any] = queue.Queue()
+        self._answers = _Answers(self.bound)
         self._tail: collections.deque[bytes] = collections.deque()
+        self._queued: list[bytes] = []
+        self._queued_bytes = 0
         self._sent: collections.deque[float] = collections.deque()
         self._last_answer = 0.0
 
@@ -121,11 +134,13 @@ class Connection:
         except (OSError, ValueError) as error:
             raise TesteeFailure("unstartable", f"cannot start testee {self.command}: {error}") from None
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        os.set_blocking(process.stdin.fileno(), False)
+        os.set_blocking(process.stdout.fileno(), False)
         self._process = process
-        self._lines = queue.Queue()
+        self._answers = _Answers(self.bound)
         self._tail = collections.deque()
+        self._queued, self._queued_bytes = [], 0
         self._sent.clear()
-        threading.Thread(target=_read_answers, args=(process.stdout, self._lines, self.bound), daemon=True).start()
         threading.Thread(target=_keep_tail, args=(process.stderr, self._tail), daemon=True).start()
 
     def restart(self) -> None:
@@ -155,6 +170,8 @@ class Connection:
 
     def _kill(self) -> None:
         process, self._process = self._process, None
+        self._queued, self._queued_bytes = [], 0
+        self._sent.clear()
         if process is None:
             return
         if process.poll() is None:
@@ -178,51 +195,84 @@ class Connection:
     # --- requests and answers -------------------------------------------------------------------
 
     def send(self, request: Mapping[str, Any] | bytes) -> None:
-        """Write one request line without waiting for its answer (pipelining); raises TesteeFailure."""
+        """Queue one request line without waiting for its answer (pipelining); raises TesteeFailure."""
         if self._process is None:
             self.start()
-        process = self._process
-        assert process is not None and process.stdin is not None
         line = request if isinstance(request, bytes) else dumps(dict(request))
         self.requests += 1
-        self._write(process.stdin, line + b"\n")
-        self._sent.append(time.monotonic())
+        self._queued.append(line + b"\n")
+        self._queued_bytes += len(line) + 1
+        if len(self._queued) >= self.batch or self._queued_bytes >= BATCH_BYTES:
+            self._push()
 
-    def _write(self, stdin: IO[bytes], data: bytes) -> None:
-        """Write all of `data` by the deadline: a testee that stops reading cannot hold the runner."""
-        fd = stdin.fileno()
-        os.set_blocking(fd, False)
-        view = memoryview(data)
+    def _push(self) -> None:
+        """Write every queued line by the deadline, reading answers meanwhile: a testee cannot hold the runner."""
+        if not self._queued:
+            return
+        process = self._process
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        count = len(self._queued)
+        view = memoryview(b"".join(self._queued))
+        self._queued, self._queued_bytes = [], 0
+        stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
         deadline = time.monotonic() + self.timeout
         while view:
             try:
-                written = os.write(fd, view)
+                view = view[os.write(stdin, view):]
             except BlockingIOError:
-                written = 0
+                pass
             except OSError:  # EPIPE: it is gone
                 raise self._failure("closed", "before reading the request") from None
-            view = view[written:]
-            if view:
+            if not view:
+                break
+            remaining = deadline - time.monotonic()
+            readable, writable, _ = select.select([stdout] if self._answers.ended is None else [], [stdin], [],
+                                                  max(0.0, remaining))
+            if readable:
+                self._read(stdout)
+            elif not writable:
+                raise self._failure("timeout", f"did not read a request within {self.timeout:g} s")
+        now = time.monotonic()
+        self._sent.extend([now] * count)
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        self._answers.feed(chunk)
+
+    def receive_raw(self) -> bytes:
+        """The answer line to the oldest request in flight, unparsed (without its newline); raises TesteeFailure."""
+        self._push()
+        answers = self._answers
+        if not answers.lines and answers.ended is None:
+            process = self._process
+            assert process is not None and process.stdout is not None
+            fd = process.stdout.fileno()
+            # An answer is due `timeout` seconds after its request was sent or the answer before it came, whichever
+            # is later: a testee working through a pipeline is not late, one that stalls is; partial lines do not count.
+            sent = self._sent[0] if self._sent else time.monotonic()
+            deadline = max(sent, self._last_answer) + self.timeout
+            while not answers.lines and answers.ended is None:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
-                    raise self._failure("timeout", f"did not read a request within {self.timeout:g} s")
+                if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                    raise self._failure("timeout", f"no answer within {self.timeout:g} s")
+                self._read(fd)
+        if not answers.lines:
+            if answers.ended == "overflow":
+                raise self._failure("overflow", f"wrote an answer line over {self.bound:,} bytes")
+            raise self._failure("closed", "closed its stdout without answering")
+        if self._sent:
+            self._sent.popleft()
+        self._last_answer = time.monotonic()
+        return answers.lines.popleft()
 
     def receive(self) -> Answer:
         """The answer to the oldest request in flight; raises TesteeFailure."""
-        sent = self._sent.popleft() if self._sent else time.monotonic()
-        # An answer is due `timeout` seconds after its request was sent or the answer before it came, whichever
-        # is later: a testee working through a pipeline is not late, one that stalls is; partial lines do not count.
-        deadline = max(sent, self._last_answer) + self.timeout
-        try:
-            item = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            raise self._failure("timeout", f"no answer within {self.timeout:g} s") from None
-        if item is _EOF:
-            raise self._failure("closed", "closed its stdout without answering")
-        if item is _OVERFLOW:
-            raise self._failure("overflow", f"wrote an answer line over {self.bound:,} bytes")
-        self._last_answer = time.monotonic()
-        return parse_answer(item)
+        return parse_answer(self.receive_raw())
 
     def request(self, request: Mapping[str, Any] | bytes) -> Answer:
         """Send one request and read its answer (lock-step)."""
@@ -231,7 +281,7 @@ class Connection:
 
     @property
     def in_flight(self) -> int:
-        return len(self._sent)
+        return len(self._sent) + len(self._queued)
 
 
 def parse_answer(raw: bytes) -> Answer:
@@ -265,94 +315,3 @@ def _slow_answer(raw: bytes, quoted: str) -> Any:
             raise TesteeFailure("protocol", f"answer is not lossless JSON ({violation.rule}): {quoted!r}") from None
     except ValueError:
         raise TesteeFailure("protocol", f"answer is not JSON: {quoted!r}") from None
-
-
-def _violation(answer: Answer) -> SpecViolation:
-    error = answer["error"]
-    try:
-        kind = Kind(error["kind"])
-    except ValueError:
-        kind = Kind.INTERNAL
-    rule = error.get("rule")
-    return SpecViolation(rule if isinstance(rule, str) else "unknown", kind, str(error.get("message", "")))
-
-
-class RemoteSession:
-    """A testee's session behind the `model.Session` read and append API, built from `snapshot` answers.
-
-    Validators and observers are in-process hooks a remote implementation cannot run; a session
-    created with any is refused (the machines use the protocol's x-hooks instead).
-    """
-
-    def __init__(self, connection: Connection, session_id: str) -> None:
-        self._connection = connection
-        self._id = session_id
-        self._snapshot: Answer | None = None
-
-    @classmethod
-    def over(cls, connection: Connection) -> Any:
-        """A factory with the signature of `model.Session.create`, creating sessions on `connection`."""
-
-        def create(session_id: str, seed: Sequence[Any] | None = None, header: Any = None, *, clock: Any = None,
-                   validators: Sequence[Any] = (), observers: Sequence[Any] = ()) -> RemoteSession:
-            if validators or observers:
-                raise TypeError("a remote session cannot run in-process validators or observers")
-            plain_seed = None if seed is None else [thaw(e.to_json()) if isinstance(e, Event) else thaw(e) for e in seed]
-            answer = connection.request({"op": "create", "id": session_id, "seed": plain_seed, "header": thaw(header)})
-            if not answer["ok"]:
-                raise _violation(answer)
-            return cls(connection, session_id)
-
-        return create
-
-    def _look(self) -> Answer:
-        if self._snapshot is None:
-            answer = self._connection.request({"op": "snapshot"})
-            if not answer["ok"]:
-                raise _violation(answer)
-            self._snapshot = answer
-        return self._snapshot
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def events(self) -> FrozenList:
-        return FrozenList(parse_event(raw, index) for index, raw in enumerate(self._look()["events"]))
-
-    @property
-    def seq(self) -> int:
-        return len(self._look()["events"])
-
-    @property
-    def first_live_seq(self) -> int:
-        value: int = self._look()["firstLiveSeq"]
-        return value
-
-    @property
-    def surface(self) -> Surface:
-        surface = self._look()["surface"]
-        return Surface(FrozenList(surface["nodes"]), surface["replaceGeneration"])
-
-    def derive_messages(self) -> FrozenList:
-        messages = snapshot(self._look()["messages"])
-        return messages if isinstance(messages, FrozenList) else FrozenList(messages)
-
-    def append_request(self, request: Mapping[str, Any]) -> Event:
-        self._snapshot = None
-        answer = self._connection.request({"op": "append", **request})
-        if not answer["ok"]:
-            raise _violation(answer)
-        return parse_event(answer["event"], 0)
-
-    def append(self, type: str, data: Any, *, surface_op: Any = None, source_event_seqs: Any = None,
-               ignorable: bool = False) -> Event:
-        request: dict[str, Any] = {"type": type, "data": thaw(data)}
-        if surface_op is not None:
-            request["surfaceOp"] = surface_op.to_json() if isinstance(surface_op, Replace) else thaw(surface_op)
-        if source_event_seqs is not None:
-            request["sourceEventSeqs"] = thaw(source_event_seqs)
-        if ignorable:
-            request["ignorable"] = True
-        return self.append_request(request)
