@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+import orjson
+
 from sessionspec.conformance.protocol import OPTIONAL_OPS, Answer
 from sessionspec.jsonvalue import json_equal
 
@@ -24,6 +26,26 @@ OPTIONAL_FIELDS: Final = frozenset({"seq", "header", "transcript", "requestHeade
 """Snapshot fields added after SCP v0 was fixed: compared when the testee carries them."""
 _ONE_EVENT: Final = frozenset({"event", "x-candidate"})
 _EVENTS: Final = frozenset({"events", "closers"})
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """`json_equal(left, right)`, decided at C speed wherever it can be.
+
+    `json_equal` implies `==` (it is `==` with `true` kept apart from `1`), so `!=` decides every
+    difference. When `==` holds, the two values written with sorted keys are compared: the same
+    text is the same JSON value, `true` and `1` are written differently, and a value orjson does
+    not write (a lone surrogate, an integer beyond 64 bits, deep nesting) or text that differs only
+    as `1` and `1.0` do is left to `json_equal` itself. Python's `==` recurses, so a value too
+    deep for it goes to `json_equal` too.
+    """
+    try:
+        if left != right:
+            return False
+        if orjson.dumps(left, option=orjson.OPT_SORT_KEYS) == orjson.dumps(right, option=orjson.OPT_SORT_KEYS):
+            return True
+    except (RecursionError, TypeError, orjson.JSONEncodeError):
+        pass
+    return json_equal(left, right)
 
 
 def op_of(request: Any) -> Any:
@@ -90,7 +112,7 @@ def differences(op: Any, expected: Answer, actual: Answer, *, rules: bool = Fals
             continue
         if not time:
             left, right = _without_time(key, left), _without_time(key, right)
-        if not json_equal(left, right):
+        if not same_json(left, right):
             out.append(f"{key}: expected {_short(left)}, got {_short(right)}")
     if rules:  # in process both sides are ours: an answer key only one of them gives is a difference too
         out.extend(f"answer has {key!r}, the reference's does not" for key in actual if key not in expected)

@@ -6,6 +6,13 @@ in flight) and answers are compared when the example ends or the window fills. A
 filed under its family (`Divergence.family`); a family already known (found earlier in the run,
 or named by the failure list) ends the example's talk with the testee quietly, so the search goes
 on for new families; a new family is raised, for Hypothesis to shrink.
+
+The reference is `oracle.ReferenceExecutor`: `model.Session`'s answers without its self-checks
+(see `sessionspec.conformance.oracle` for why that is the same reference). An answer line that
+is byte for byte the reference's answer as the protocol writes it agrees with it (the same text
+is the same JSON value); only other lines are parsed and compared field by field
+(`compare.differences`), so a testee that answers exactly, as ours do, costs one `bytes` compare
+per request.
 """
 
 from __future__ import annotations
@@ -14,15 +21,18 @@ import collections
 from collections.abc import Callable
 from typing import Any, Final
 
-from sessionspec.conformance.client import Connection, TesteeFailure
+import orjson
+
+from sessionspec.conformance.client import Connection, TesteeFailure, parse_answer
 from sessionspec.conformance.compare import differences, op_of, skipped, unchecked
 from sessionspec.conformance.divergence import Divergence, divergence
 from sessionspec.conformance.executor import Executor
+from sessionspec.conformance.oracle import ReferenceExecutor
 from sessionspec.conformance.protocol import Answer, dumps, line_error, loads
 from sessionspec.errors import SpecViolation
-from sessionspec.model import Session
 
 WINDOW: Final = 256
+_ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
 
 
 class DivergenceFound(AssertionError):
@@ -33,14 +43,47 @@ class DivergenceFound(AssertionError):
         self.divergence = found
 
 
+def plain_json(value: Any) -> bool:
+    """Whether `value` is built only of exact JSON types: None, bool, int (any size), finite float, str, list, and dict
+    with str keys. Such a value is carried by JSON text exactly, even where the lossless reader will refuse it (an
+    unsafe integer, -0.0: the testee must refuse those lines, so they are sent)."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is list or kind is dict:
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if kind is dict:
+                if any(type(key) is not str for key in item):
+                    return False
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+        elif kind is float:
+            if item != item or item in (float("inf"), float("-inf")):
+                return False
+        elif item is not None and kind not in (bool, int, str):
+            return False
+    return True
+
+
 def encodable(request: Any) -> bytes | None:
     """The request as a line, or None when JSON text cannot carry it unchanged (tuples, NaN, integer keys)."""
     if isinstance(request, str):
         return request.encode("utf-8", "surrogatepass")
     try:
-        line = dumps(request)
-        return line if loads(line) == request else None
-    except (TypeError, ValueError, SpecViolation, RecursionError):
+        line = orjson.dumps(request)
+        if orjson.loads(line) == request:  # a tuple, NaN or subclass would come back otherwise
+            return line
+    except _ORJSON_ERRORS:
+        pass
+    if not plain_json(request):
+        return None
+    try:
+        return dumps(request)  # integers beyond 64 bits, lone surrogates, deep nesting: the lossless writer
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
@@ -61,7 +104,7 @@ class Exchange:
         self.connection = connection
         self.known = known
         self.window = window
-        self.oracle = Executor(Session.create, "model")
+        self.oracle: Executor = ReferenceExecutor()
         self.trace: list[Any] = []
         self.pending: collections.deque[tuple[Any, Answer, int]] = collections.deque()
         self.quiet = False
@@ -72,6 +115,7 @@ class Exchange:
         """The known families the search met (the first divergence of each), so a failure list is judged."""
         self.source = "machine"
         self.case: str | None = None
+        self._written: tuple[Answer | None, bytes] = (None, b"")
 
     def begin(self, source: str = "machine", case: str | None = None) -> None:
         """A new example (or vector, named `case`): nothing in flight, nothing diverged."""
@@ -84,6 +128,7 @@ class Exchange:
         """Send `request` (an object, or a raw line as str) to both; returns the reference's answer.
 
         `expected`: the reference's answer as recorded (a vector's), instead of asking the reference now.
+        The answer returned is the reference's own (shared with later calls): read it, never change it.
         """
         line = encodable(request)
         if line is None:
@@ -95,12 +140,14 @@ class Exchange:
             expected = reference_answer(self.oracle, line)
         if self.quiet:
             return expected
+        self.pending.append((request, expected, len(self.trace)))
         try:
             self.connection.send(line)
-        except TesteeFailure as failure:
-            self._settle(request, expected, failure.answer())
+        except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
+            owed, owed_expected, length = self.pending.popleft()
+            self.pending.clear()
+            self._settle(owed, owed_expected, failure.answer(), length)
             return expected
-        self.pending.append((request, expected, len(self.trace)))
         if len(self.pending) >= self.window:
             self.flush()
         return expected
@@ -110,12 +157,25 @@ class Exchange:
         while self.pending and not self.quiet:
             request, expected, length = self.pending.popleft()
             try:
-                actual = self.connection.receive()
-            except TesteeFailure as failure:
+                raw = self.connection.receive_raw()
+            except TesteeFailure as failure:  # the testee is gone, and the answers in flight with it
                 self.pending.clear()
+                self._settle(request, expected, failure.answer(), length)
+                continue
+            if raw == self._line(expected):
+                continue
+            try:
+                actual = parse_answer(raw)
+            except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
                 actual = failure.answer()
             self._settle(request, expected, actual, length)
         self.drain()
+
+    def _line(self, expected: Answer) -> bytes:
+        """The reference's answer as the protocol writes it (a snapshot kept by the oracle is written once)."""
+        if self._written[0] is not expected:
+            self._written = (expected, dumps(expected))
+        return self._written[1]
 
     def _settle(self, request: Any, expected: Answer, actual: Answer, length: int | None = None) -> None:
         op = op_of(request)
@@ -142,7 +202,7 @@ class Exchange:
         while self.pending:
             self.pending.popleft()
             try:
-                self.connection.receive()
+                self.connection.receive_raw()
             except TesteeFailure:
                 self.pending.clear()
                 if not self.connection.running:
