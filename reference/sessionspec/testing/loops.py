@@ -17,6 +17,7 @@ Requests are the protocol's append form: `{type, data, surfaceOp?, sourceEventSe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -153,7 +154,7 @@ def _pruning(draw: Any, b: _Builder) -> None:
     results = b.state.results
     if not results or not draw(st.booleans()):
         return
-    target, data = draw(st.sampled_from(results))
+    target, data = results[draw(st.integers(0, len(results) - 1))]
     position = b.state.nodes.index(target)
     b.replace_range("tool/result", pruned(data), position, position)
 
@@ -170,11 +171,17 @@ def _commit(draw: Any, b: _Builder, turn: int, step: int, max_calls: int) -> Non
                                              "chunk": {"type": "text-delta", "index": 0, "text": f"part {i}"}})
               for i in range(draw(st.integers(0, 2)))]
     calls = [f"call-{b.state.seq}-{i}" for i in range(draw(st.integers(0, max_calls)))]
-    text = draw(st.sampled_from(["", "Working on it."])) if calls else "Done."
-    sources = chunks if chunks else draw(st.sampled_from([None, []]))
+    text = draw(st.sampled_from(("", "Working on it."))) if calls else "Done."
+    sources = chunks if chunks else (None if draw(st.booleans()) else [])
     content = [*([text_block(text)] if text else []), *(tool_call_block(c) for c in calls)]
     b.surface("assistant/message", assistant_message(f"a{b.state.seq}", content, turn=turn, step=step), sources,
               committed=True, unrecorded=tuple(calls))
+
+
+@functools.lru_cache(maxsize=16)
+def _orders(n: int) -> st.SearchStrategy[list[int]]:
+    """The orders of n things, one strategy per n (strategies are built once: Hypothesis validates each it meets)."""
+    return st.permutations(range(n))
 
 
 def _finish_step(draw: Any, b: _Builder, turn: Any, step: Any) -> None:
@@ -201,7 +208,9 @@ def _finish_step(draw: Any, b: _Builder, turn: Any, step: Any) -> None:
     if len(unrecorded) + len(pending) > 1 and draw(st.booleans()):
         for call_id in unrecorded:
             record(call_id)
-        for call_id in draw(st.permutations(b.state.pending)):
+        pending = b.state.pending
+        for position in draw(_orders(len(pending))):
+            call_id = pending[position]
             answer(call_id)
     else:
         for call_id in pending:
@@ -243,10 +252,12 @@ def _resume(draw: Any, b: _Builder, steps: tuple[int, int], max_calls: int, comp
     _steps(draw, b, state.open_turn, (0, steps[1]), max_calls, compactions)
 
 
-@st.composite
-def agent_loops(draw: Any, max_turns: int = 3, max_steps: int = 3, max_calls: int = 2, compactions: bool = True,
-                min_turns: int = 0, start: LoopState | None = None, min_steps: int = 0) -> Loop:
+def agent_loop(draw: Any, max_turns: int = 3, max_steps: int = 3, max_calls: int = 2, compactions: bool = True,
+               min_turns: int = 0, start: LoopState | None = None, min_steps: int = 0) -> Loop:
     """A well-formed agent loop with compactions between turns and steps, and prunings inside turns.
+
+    `agent_loops(...)` is the strategy; this is its draw function, for a caller already drawing
+    (a composite that draws a loop per step would otherwise build and validate a strategy per step).
 
     Without `compactions` the surface keeps every call next to its result (prunings still happen).
     With `start` (see `state_of`) the loop continues a log: it first finishes the turn and step
@@ -263,13 +274,16 @@ def agent_loops(draw: Any, max_turns: int = 3, max_steps: int = 3, max_calls: in
             _compaction(draw, b)
         b.log_only("turn/start", {"turn": turn}, open_turn=turn, next_step=1)
         if draw(st.booleans()):
-            system = draw(st.sampled_from([{}, {"system": "Be brief."}]))
+            system = {"system": "Be brief."} if draw(st.booleans()) else {}
             b.log_only("request/header", request_header(reason="initial" if turn == 1 else "change", **system))
         if draw(st.booleans()):
             b.log_only("request/context", {"provider": "deepseek", "model": "deepseek-chat"})
         b.surface("user/message", user_message(f"u{b.state.seq}", f"Request {turn}."))
         _steps(draw, b, turn, (min_steps, max_steps), max_calls, compactions)
     return Loop(tuple(b.requests), (*b.states, b.state))
+
+
+agent_loops = st.composite(agent_loop)
 
 
 def state_of(events: Sequence[Any], nodes: Sequence[int]) -> LoopState:
@@ -312,7 +326,7 @@ def states_along(events: Iterable[Any]) -> Iterator[LoopState]:
             committed = True
             # As repair reads it: a call named again is pending afresh (not recorded yet).
             calls.update((c, None) for c in _call_ids(data) if c not in answered)
-        elif kind == "tool/call" and _field(data, "callId") in calls:
+        elif kind == "tool/call" and _text(_field(data, "callId")) in calls:
             calls[_field(data, "callId")] = event["seq"]
         elif kind == "tool/result":
             answered.add(_result_call(data))
@@ -333,8 +347,13 @@ def _number(data: Any, key: str) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+def _text(value: Any) -> str | None:
+    """A call id as a log-only event may carry it: any JSON value (only a string names a call)."""
+    return value if type(value) is str else None
+
+
 def _result_call(data: Any) -> Any:
-    return _field(_field(_field(data, "message"), "source"), "callId")
+    return _text(_field(_field(_field(data, "message"), "source"), "callId"))
 
 
 def _call_ids(data: Any) -> list[str]:

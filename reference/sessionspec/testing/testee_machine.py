@@ -1,35 +1,156 @@
 """The conformance machine: the reference model as oracle, a testee process as the implementation under test.
 
 `sessionspec.testing.machine` drives in-process implementations; this one speaks SCP v0 through an
-`Exchange` (`sessionspec.conformance.exchange`): each rule draws a request from the shared
-strategies (`sessionspec.testing.strategies`), sends it to the reference and to the testee, and a
-snapshot after every step is compared too. Requests are pipelined; the answers of an example are
-compared when it ends. A divergence of a new family fails the example, Hypothesis shrinks it, and
-the runner (`sessionspec.conformance.runner`) records it and searches on for the next family.
+`Exchange` (`sessionspec.conformance.exchange`): each rule sends requests to the reference and to
+the testee, and a snapshot after every step is compared too. Requests are pipelined; the answers
+of an example are compared when it ends. A divergence of a new family fails the example,
+Hypothesis shrinks it, and the runner (`sessionspec.conformance.runner`) records it and searches
+on for the next family.
+
+What it sends: an agent at work (a well-formed loop continuing the log, stopped anywhere, from
+`testing.loops`), batches of appends (valid ones, replacements, hand-picked invalid ones from
+`testing.invalid` and ones broken anywhere by `testing.breaking`), creates (fresh, seeded from the
+log or a prefix of it, or broken: seed, header, id), `fold` and `repair` of the log (whole or
+broken), lines that are not requests at all (not JSON, not objects, refused spellings, rarely
+nested a few thousand deep) and, under x-hooks, vetoed, reentrant and observed appends and clocks
+that append.
+
+Speed (the runner should be bound by the testee): a Hypothesis step costs far more than a
+request, so a step sends many requests (a loop, a batch), and every rule argument is drawn by one
+strategy built at import, which reads the machine it runs in (`st.runner()`) and draws from
+strategies built once; nothing is built, validated or drawn through `st.data()` per step.
 
 The testee is a class attribute: `testee_machine(exchange, hooks=...)` makes the subclass bound to
-one running testee. `hooks`: the testee's hello lists the x-hooks extension, so vetoes, reentrant
-appends and clocks, and observer failures are exercised too.
+one running testee. `hooks`: the testee's hello lists the x-hooks extension.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import time
 from typing import Any, ClassVar
 
 from hypothesis import reject
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from sessionspec.catalog import TOOL_RESULT
 from sessionspec.conformance.exchange import Exchange
 from sessionspec.conformance.protocol import Answer
+from sessionspec.testing import breaking, invalid, loops
+from sessionspec.testing import choose as generate
 from sessionspec.testing import strategies as ss
+from sessionspec.testing.choose import Choose
 
 HEADERS = st.sampled_from([None, {"version": 0, "createdAt": 1, "cwd": "/w"}])
+SEED = st.integers(0, 2**32 - 1)
+BATCH = st.integers(1, 48)
+ODD_BATCH = st.integers(1, 4)
+HOOKS: tuple[dict[str, str], ...] = (
+    {"x-validator": "raise"}, {"x-validator": "violation"}, {"x-validator": "reentrant"}, {"x-observer": "raise"},
+    {"x-observer": "reentrant"}, {"x-clock": "reentrant"},
+)
+"""What an append may arm under x-hooks: a vetoing, reentrant or observed append, and a clock that appends."""
+
+
+_RUNNER = st.runner()
+
+
+def _machine(draw: st.DrawFn) -> TesteeMachine:
+    machine: TesteeMachine = draw(_RUNNER)
+    return machine
+
+
+def append_request(choose: Choose, view: ss.View, hooks: bool) -> Any:
+    """One append request (with its op); a str is a raw line. Of eight: three valid, one replacement (or another
+    valid one on an empty surface), three broken anywhere, and one of the invalid kinds found rarely by breaking:
+    a double fault whose rule spec/04's order decides, a replacement missing a shadowed node in its sources, a
+    pruning that forges more than the content."""
+    kind = choose(8)
+    if kind >= 5:
+        return breaking.broken_append(choose, view)
+    if kind == 4:
+        return {"op": "append", **_hand_picked(choose, view)}
+    request = generate.replacement(choose, view) if kind == 3 and view.nodes else generate.valid_append(choose, view)
+    armed = generate.one(choose, HOOKS) if hooks and choose(4) == 0 else {}
+    return {"op": "append", **request, **armed}
+
+
+def _hand_picked(choose: Choose, view: ss.View) -> dict[str, Any]:
+    kind = choose(3)
+    if kind == 1 and view.nodes:
+        return invalid.incomplete_provenance(choose, view).request
+    if kind == 2 and view.tool_result_nodes():
+        return invalid.forged_rewrite(choose, view).request
+    return generate.one(choose, invalid.DOUBLE_FAULTS).request
+
+
+@st.composite
+def _appends(draw: st.DrawFn) -> list[Any]:
+    """A batch of appends for the log as the step began, generated from one drawn seed (a shorter batch is a prefix)."""
+    machine = _machine(draw)
+    view, count, choose = machine.view(), draw(BATCH), generate.seeded(draw(SEED))
+    return [append_request(choose, view, machine.hooks) for _ in range(count)]
+
+
+@st.composite
+def _agent_loop(draw: st.DrawFn) -> tuple[dict[str, Any], ...]:
+    """A harness at work: the well-formed continuation of the log's agent loop, stopped at any request."""
+    machine = _machine(draw)
+    start = machine.loop_state()
+    loop = loops.agent_loop(draw, max_turns=1, min_turns=1, min_steps=1, max_steps=3, start=start)
+    stop = len(loop.requests)
+    if stop and draw(st.booleans()):
+        stop = draw(st.integers(1, stop))
+    return loop.requests[:stop]
+
+
+@st.composite
+def _odd(draw: st.DrawFn) -> list[Any]:
+    """Requests that are not appends: creates, folds and repairs broken somewhere, lines that are not requests."""
+    machine = _machine(draw)
+    out = []
+    count, choose = draw(ODD_BATCH), generate.seeded(draw(SEED))
+    for number in range(count):
+        if choose(2):
+            out.append(breaking.odd_line(choose))
+        else:
+            out.append(breaking.broken_log_request(choose, machine.view(), f"s{machine.sessions + number + 1}"))
+    return out
+
+
+@st.composite
+def _cut(draw: st.DrawFn) -> int | None:
+    """Where to cut the log for a seed: None for the whole log."""
+    machine = _machine(draw)
+    cut: int | None = None if draw(st.booleans()) else draw(st.integers(0, len(machine.events)))
+    return cut
+
+
+APPENDS, AGENT_LOOP, ODD, CUT = _appends(), _agent_loop(), _odd(), _cut()
+
+
+class _LoopReader:
+    """`loops.state_of(events, nodes)`, read on from where it stopped: within one session the log only grows."""
+
+    def __init__(self) -> None:
+        self.feed: collections.deque[dict[str, Any]] = collections.deque()
+        self.reader = loops.states_along(iter(self.feed.popleft, None))
+        self.read = 0
+        self.state = loops.LoopState()
+
+    def state_of(self, events: list[dict[str, Any]], nodes: list[int]) -> loops.LoopState:
+        for event in events[self.read:]:
+            self.feed.append(event)
+            self.state = next(self.reader)  # reads exactly the one event just fed
+        self.read = len(events)
+        results = tuple((n, events[n]["data"]) for n in nodes if events[n]["type"] == TOOL_RESULT)
+        return dataclasses.replace(self.state, nodes=tuple(nodes), results=results)
 
 
 class TesteeMachine(RuleBasedStateMachine):
-    """The reference and the testee, one request at a time; `exchange` is the testee (set by `testee_machine`)."""
+    """The reference and the testee, request by request; `exchange` is the testee (set by `testee_machine`)."""
 
     exchange: ClassVar[Exchange]
     hooks: ClassVar[bool] = False
@@ -42,14 +163,24 @@ class TesteeMachine(RuleBasedStateMachine):
         self.sessions = 0
         self.events: list[dict[str, Any]] = []
         self.nodes: list[int] = []
+        self._view: ss.View | None = None
+        self._loop = _LoopReader()
         type(self).examples += 1
         self.exchange.begin("machine")
 
-    def send(self, request: dict[str, Any]) -> Answer:
-        return self.exchange.send(request)
-
     def view(self) -> ss.View:
-        return ss.View(tuple(self.events), tuple(self.nodes))
+        if self._view is None:
+            self._view = ss.View(tuple(self.events), tuple(self.nodes))
+        return self._view
+
+    def loop_state(self) -> loops.LoopState:
+        """Where an agent resumes in this log (`loops.state_of`)."""
+        return self._loop.state_of(self.events, self.nodes)
+
+    def send(self, request: Any) -> Answer:
+        if isinstance(request, dict) and request.get("op") == "create":
+            self._loop = _LoopReader()  # a new session (or none): its log is read from the start
+        return self.exchange.send(request)
 
     def create(self, seed: list[Any] | None, header: Any = None) -> None:
         self.sessions += 1
@@ -60,12 +191,11 @@ class TesteeMachine(RuleBasedStateMachine):
         self.look()
 
     def look(self) -> None:
+        """A snapshot, compared; the reference's is the log the next step's requests are drawn for (read-only)."""
         expected = self.send({"op": "snapshot"})
         if expected.get("ok"):
             self.events, self.nodes = expected["events"], expected["surface"]["nodes"]
-
-    def append(self, request: dict[str, Any], **hooks: str) -> None:
-        self.send({"op": "append", **request, **(hooks if self.hooks else {})})
+            self._view = None
 
     @initialize(header=HEADERS)
     def start(self, header: Any) -> None:
@@ -74,66 +204,38 @@ class TesteeMachine(RuleBasedStateMachine):
             reject()  # the budget is spent: end the run quickly
         self.create(None, header)
 
-    @rule(data=st.data())
-    def append_valid(self, data: st.DataObject) -> None:
-        self.append(data.draw(ss.append_requests(self.view()), label="request"))
+    @rule(requests=AGENT_LOOP)
+    def agent_works(self, requests: tuple[dict[str, Any], ...]) -> None:
+        for request in requests:
+            self.send({"op": "append", **request})
 
-    @precondition(lambda self: len(self.nodes) > 0)
-    @rule(data=st.data())
-    def replace(self, data: st.DataObject) -> None:
-        self.append(data.draw(ss.replacements(self.view()), label="replacement"))
+    @rule(requests=APPENDS)
+    def appends(self, requests: list[Any]) -> None:
+        """Valid, replacing, invalid and broken appends (some with hooks armed), drawn for the log as the step began."""
+        for request in requests:
+            self.send(request)
 
-    @rule(data=st.data())
-    def append_invalid(self, data: st.DataObject) -> None:
-        self.append(data.draw(ss.invalid_requests(self.view()), label="invalid").request)
+    @rule(requests=ODD)
+    def odd_requests(self, requests: list[Any]) -> None:
+        """Broken creates, folds and repairs, and lines that are not requests. A rejected create leaves no
+        session (SESSION-CONFORMANCE-PROTOCOL.3), so a fresh one follows it."""
+        for request in requests:
+            answer = self.send(request)
+            if isinstance(request, dict) and request.get("op") == "create":
+                self.sessions += 1
+                if not answer.get("ok"):
+                    self.create(None)
 
-    @precondition(lambda self: bool(self.view().tool_result_nodes()))
-    @rule(data=st.data())
-    def forged_tool_result_rewrite(self, data: st.DataObject) -> None:
-        self.append(data.draw(ss.forged_tool_result_rewrites(self.view()), label="forged rewrite").request)
-
-    @precondition(lambda self: len(self.nodes) > 0)
-    @rule(data=st.data())
-    def incomplete_provenance(self, data: st.DataObject) -> None:
-        self.append(data.draw(ss.incomplete_provenance_replacements(self.view()), label="incomplete provenance").request)
-
-    @rule()
-    def reseed(self) -> None:
-        self.create(list(self.events))
-
-    @rule(data=st.data())
-    def seed_from_prefix(self, data: st.DataObject) -> None:
-        self.create(list(self.events[: data.draw(st.integers(0, len(self.events)), label="cut")]))
-
-    @rule()
-    def fold_log(self) -> None:
-        self.send({"op": "fold", "events": list(self.events)})
-
-    @rule()
-    def repair_log(self) -> None:
-        self.send({"op": "repair", "events": list(self.events)})
-
-    @precondition(lambda self: self.hooks)
-    @rule(data=st.data(), mode=st.sampled_from(["raise", "violation", "reentrant"]))
-    def vetoed_append(self, data: st.DataObject, mode: str) -> None:
-        self.append(data.draw(ss.append_requests(self.view()), label="request"), **{"x-validator": mode})
-
-    @precondition(lambda self: self.hooks and len(self.nodes) > 0)
-    @rule(data=st.data())
-    def vetoed_replace(self, data: st.DataObject) -> None:
-        """A vetoed replacement must leave nothing behind, not even its plan for the next event at that seq."""
-        self.append(data.draw(ss.replacements(self.view()), label="replacement"), **{"x-validator": "raise"})
-
-    @precondition(lambda self: self.hooks)
-    @rule(data=st.data(), mode=st.sampled_from(["raise", "reentrant"]))
-    def append_with_misbehaving_observer(self, data: st.DataObject, mode: str) -> None:
-        self.append(data.draw(ss.append_requests(self.view()), label="request"), **{"x-observer": mode})
-
-    @precondition(lambda self: self.hooks)
-    @rule(data=st.data())
-    def append_with_a_clock_that_appends(self, data: st.DataObject) -> None:
-        """SESSION-APPEND-COMMIT.4 across the wire: the clock is caller code and may not reenter."""
-        self.append(data.draw(ss.append_requests(self.view()), label="request"), **{"x-clock": "reentrant"})
+    @rule(kind=st.sampled_from(("reseed", "fold and repair")), cut=CUT)
+    def whole_log_requests(self, kind: str, cut: int | None) -> None:
+        """A new session seeded with the log (or a prefix of it); or `fold` and `repair` of it (a prefix ending
+        in an interrupted turn gives repair work). Each reads the whole log, so they are one rule, not two."""
+        events = list(self.events if cut is None else self.events[:cut])
+        if kind == "reseed":
+            self.create(events)
+            return
+        self.send({"op": "fold", "events": events})
+        self.send({"op": "repair", "events": events})
 
     @invariant()
     def snapshots_agree(self) -> None:

@@ -1,0 +1,82 @@
+"""The runner's reference (`conformance.oracle`) answers exactly what `model.Session` answers, byte for byte.
+
+The oracle drops the model's self-checks, carries its fold from one event to the next and computes
+its views once per log (see the module's docstring for why each is answer-preserving); these tests
+hold it to the model through the one executor, on the vectors and on the requests the conformance
+machine sends, rejections, seeds, hooks and raw lines included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sessionspec import model
+from sessionspec.conformance import vectors as vector_files
+from sessionspec.conformance.exchange import encodable, reference_answer
+from sessionspec.conformance.executor import Executor
+from sessionspec.conformance.oracle import Reference, ReferenceExecutor
+from sessionspec.conformance.protocol import dumps
+from sessionspec.testing import breaking, loops
+from sessionspec.testing import choose as generate
+from sessionspec.testing import strategies as ss
+from sessionspec.testing.testee_machine import append_request
+
+
+def both_answer(oracle: Executor, naive: Executor, request: Any) -> dict[str, Any]:
+    """Run `request` on both as a line, as the runner does; the answers must be the same text."""
+    line = encodable(request)
+    assert line is not None
+    expected, actual = reference_answer(naive, line), reference_answer(oracle, line)
+    assert dumps(actual) == dumps(expected), (request, expected, actual)
+    return expected
+
+
+def test_the_oracle_runs_the_models_code_without_its_contracts() -> None:
+    for name in ("append", "append_request"):
+        assert not hasattr(getattr(Reference, name), "__wrapped__"), name
+    assert not hasattr(Reference.create, "__wrapped__")
+    assert issubclass(Reference, model.Session)
+
+
+def test_the_oracle_answers_every_vector_step_as_the_model_does() -> None:
+    for vector in vector_files.load(vector_files.DEFAULT_DIR):
+        oracle, naive = ReferenceExecutor(), Executor(model.Session.create, "model")
+        for step in vector["steps"]:
+            both_answer(oracle, naive, step.get("line", step.get("request")))
+        both_answer(oracle, naive, {"op": "snapshot"})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_the_oracle_answers_what_the_conformance_machine_sends_as_the_model_does(data: st.DataObject) -> None:
+    oracle, naive = ReferenceExecutor(), Executor(model.Session.create, "model")
+    both_answer(oracle, naive, {"op": "create", "id": "s1", "seed": None, "header": None})
+    events: list[Any] = []
+    nodes: list[int] = []
+    for step in range(data.draw(st.integers(1, 12), label="steps")):
+        view = ss.View(tuple(events), tuple(nodes))
+        kind = data.draw(st.sampled_from(["loop", "appends", "odd", "reseed", "fold"]), label="kind")
+        choose = generate.seeded(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+        if kind == "loop":
+            start = loops.state_of(events, nodes)
+            requests: list[Any] = [{"op": "append", **r} for r in data.draw(loops.agent_loops(max_turns=1, start=start))
+                                   .requests]
+        elif kind == "appends":
+            requests = [append_request(choose, view, hooks=True) for _ in range(8)]
+        elif kind == "odd":
+            requests = [breaking.odd_line(choose), breaking.broken_log_request(choose, view, f"s{step + 2}")]
+        elif kind == "reseed":
+            requests = [{"op": "create", "id": f"s{step + 2}", "seed": events[: choose(len(events) + 1)], "header": None}]
+        else:
+            requests = [{"op": "fold", "events": events}, {"op": "repair", "events": events}]
+        for request in requests:
+            if encodable(request) is not None:
+                both_answer(oracle, naive, request)
+        look = both_answer(oracle, naive, {"op": "snapshot"})
+        if look["ok"]:
+            events, nodes = look["events"], look["surface"]["nodes"]
+        else:
+            both_answer(oracle, naive, {"op": "create", "id": f"t{step}", "seed": None, "header": None})
+            events, nodes = [], []
