@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sessionspec.cli import main
@@ -77,28 +80,37 @@ def test_our_testees_have_no_divergence(tmp_path: Path, impl: str) -> None:
     assert ET.parse(junit).getroot().get("failures") == "0"
 
 
+@pytest.fixture(scope="module")
+def three_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], str]:
+    """One default `conform` run against THREE (exit code, report, stderr), shared by the tests that read it."""
+    directory = tmp_path_factory.mktemp("three")
+    report = directory / "report.json"
+    argv = ["conform", "--json", str(report), "--traces", str(directory / "traces"), "--", *SERVE, THREE]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, json.loads(report.read_text()), err.getvalue()
+
+
 def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_run(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = tmp_path / "report.json"
-    code = main(["conform", "--json", str(report), "--traces", str(tmp_path / "traces"), "--", *SERVE, THREE])
+        three_run: tuple[int, dict[str, Any], str]) -> None:
+    code, report, err = three_run
     assert code == 1
-    machine = [d for d in json.loads(report.read_text())["divergences"] if d["source"] == "machine"]
+    machine = [d for d in report["divergences"] if d["source"] == "machine"]
     families = {d["family"] for d in machine}
     assert len(families) == len(machine) >= 3, families
     # At most 4 requests where the family allows it; a stale derived cache needs 5: create, append, a derive that
     # fills the cache, the replace that should empty it, and the snapshot that shows it did not.
     assert all(len(d["trace"]) <= (5 if d["op"] == "snapshot" else 4) for d in machine), [d["trace"] for d in machine]
-    err = capsys.readouterr().err
     assert err.count("reproduce: sessionspec replay") >= len(machine)
 
 
-def test_a_failure_list_naming_one_family_reports_the_others(tmp_path: Path) -> None:
-    first, second = tmp_path / "first.json", tmp_path / "second.json"
-    assert main(["conform", "--examples", "30", "--json", str(first), "--", *SERVE, THREE]) == 1
-    found = [d for d in json.loads(first.read_text())["divergences"] if d["source"] == "machine"]
-    listed = tmp_path / "known.txt"
+def test_a_failure_list_naming_one_family_reports_the_others(
+        tmp_path: Path, three_run: tuple[int, dict[str, Any], str]) -> None:
+    found = [d for d in three_run[1]["divergences"] if d["source"] == "machine"]
+    listed, second = tmp_path / "known.txt", tmp_path / "second.json"
     listed.write_text(f"{found[0]['family']}  # known\n")
-    assert main(["conform", "--examples", "30", "--json", str(second), "--failures", str(listed), "--", *SERVE, THREE]) == 1
+    assert main(["conform", "--json", str(second), "--failures", str(listed), "--", *SERVE, THREE]) == 1
     again = {d["family"] for d in json.loads(second.read_text())["divergences"] if d["source"] == "machine"}
     assert found[0]["family"] in again, "a listed family met again is reported as listed, so the entry is not stale"
     assert {d["family"] for d in found[1:]} <= again

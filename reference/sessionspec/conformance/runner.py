@@ -36,7 +36,9 @@ from sessionspec.testing.testee_machine import testee_machine
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
 MAX_FAMILIES: Final = 32
 """Search passes end after this many families: a testee this far off needs fixing before more searching."""
-SHRINK_SECONDS: Final = 30.0
+SHRINK_SECONDS: Final = 5.0
+"""Hypothesis's shrinking per family. Its steps are batches drawn from one seed each, so what it can
+still gain after a few seconds (fewer steps, shorter batches) `minimize` gains faster, request by request."""
 
 
 class Unrunnable(Exception):
@@ -170,20 +172,29 @@ def _reproduces(exchange: Exchange, trace: list[Any], family: str) -> Divergence
 
 
 def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
-    """The divergence's trace cut down: snapshots before the diverging request dropped, then every request
-    whose removal still reproduces the same family (greedy, to a fixpoint)."""
+    """The divergence's trace cut down: snapshots before the diverging request dropped, then runs of requests
+    whose removal still reproduces the same family, halving the run length down to single requests, and
+    single requests to a fixpoint (no one request can go). The first request (the create) and the last (the
+    diverging one) stay."""
     known = exchange.known
     trace = [r for r in divergence.trace[:-1] if op_of(r) != "snapshot"] + divergence.trace[-1:]
     best = _reproduces(exchange, trace, divergence.family) or divergence
     trace = best.trace
-    shrinking = True
-    while shrinking:
-        shrinking = False
-        for position in range(1, len(trace) - 1):
-            attempt = _reproduces(exchange, trace[:position] + trace[position + 1:], divergence.family)
-            if attempt is not None:
-                best, trace, shrinking = attempt, attempt.trace, True
-                break
+    length = max(1, (len(trace) - 2) // 2)
+    while True:
+        removed = False
+        position = 1
+        while position < len(trace) - 1:
+            attempt = _reproduces(exchange, trace[:position] + trace[min(position + length, len(trace) - 1):],
+                                  divergence.family)
+            if attempt is not None and len(attempt.trace) < len(trace):
+                best, trace, removed = attempt, attempt.trace, True
+            else:
+                position += length
+        if length > 1:
+            length //= 2
+        elif not removed:
+            break
     exchange.known = known
     best.source, best.id = divergence.source, divergence.id
     return best
