@@ -89,6 +89,8 @@ def _report(args: argparse.Namespace, command: list[str], result: runner.Result,
         print(runner.explain(found, command), file=sys.stderr)
     for stale in verdict.stale:
         print(f"STALE failure-list entry {stale}", file=sys.stderr)
+    if result.stopped:
+        print(f"STOPPED: {result.stopped}", file=sys.stderr)
     if result.unchecked:
         print(f"note: the testee's snapshot does not carry {', '.join(result.unchecked)}; those were not compared",
               file=sys.stderr)

@@ -23,6 +23,9 @@ from sessionspec.errors import SpecViolation
 from sessionspec.model import Session
 
 WINDOW: Final = 256
+GIVE_UP: Final = 3
+"""Testee failures in a row (no answer between them) after which the run stops asking: a testee that answers
+hello and then hangs must not cost a timeout per vector."""
 
 
 class DivergenceFound(AssertionError):
@@ -72,6 +75,12 @@ class Exchange:
         """The known families the search met (the first divergence of each), so a failure list is judged."""
         self.source = "machine"
         self.case: str | None = None
+        self.streak = 0
+        """Testee failures since its last answer (see GIVE_UP)."""
+
+    @property
+    def gave_up(self) -> bool:
+        return self.streak >= GIVE_UP
 
     def begin(self, source: str = "machine", case: str | None = None) -> None:
         """A new example (or vector, named `case`): nothing in flight, nothing diverged."""
@@ -98,6 +107,7 @@ class Exchange:
         try:
             self.connection.send(line)
         except TesteeFailure as failure:
+            self.streak += 1
             self._settle(request, expected, failure.answer())
             return expected
         self.pending.append((request, expected, len(self.trace)))
@@ -111,8 +121,10 @@ class Exchange:
             request, expected, length = self.pending.popleft()
             try:
                 actual = self.connection.receive()
+                self.streak = 0
             except TesteeFailure as failure:
                 self.pending.clear()
+                self.streak += 1
                 actual = failure.answer()
             self._settle(request, expected, actual, length)
         self.drain()
