@@ -13,6 +13,8 @@ planted:off-by-one-splice` must fail.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from sessionspec.testing import implementations as impls
 from sessionspec.testing import profiles
@@ -42,3 +44,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def create(implementation: str) -> impls.SessionFactory:
     """The implementation's `create(session_id, seed=None, header=None, *, clock, validators, observers)`."""
     return impls.factory(implementation)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def traces_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Traces a test's failing machine or divergence writes go to pytest's temporary directory, not the user's."""
+    os.environ.setdefault("SESSIONSPEC_TRACE_DIR", str(tmp_path_factory.mktemp("traces")))

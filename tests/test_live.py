@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,8 @@ from sessionspec.testing.builders import (
     user_message,
     with_change,
 )
+from sessionspec.testing.workload import Shape
+from sessionspec.testing.workload import lines as workload_lines
 
 
 def clock() -> Callable[[], int]:
@@ -389,11 +393,27 @@ def test_new_event_is_an_event() -> None:
         made.seq = 4  # type: ignore[misc]
 
 
-def test_bench_turns_without_a_generator_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("SESSIONSPEC_WORKLOAD_SCRIPT", str(tmp_path / "absent.py"))
-    assert cli.main(["bench", "--turns", "3"]) == 2
-    assert "SESSIONSPEC_WORKLOAD_SCRIPT" in capsys.readouterr().err
+def test_bench_generates_its_own_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sessionspec bench --turns N` needs nothing outside the package (sessionspec.testing.workload)."""
+    assert cli.main(["bench", "--turns", "3", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["impl"] == "live" and result["events"] > 3 * 30 and result["derives"] == 9
+
+
+def test_the_workload_is_the_shared_generators_line_for_line() -> None:
+    """Same parameters, same lines as the generator the benchmarks were first measured with."""
+    script = Path(__file__).resolve().parents[2] / "shared" / "bench" / "workload.py"
+    if not script.is_file():
+        pytest.skip("the shared generator is not beside this checkout")
+    shared = subprocess.run([sys.executable, str(script), "--turns", "30"], capture_output=True, text=True, check=True)
+    assert shared.stdout.splitlines() == list(workload_lines(Shape(turns=30)))
+
+
+@pytest.mark.parametrize("turns", ["0", "-3", "x"])
+def test_bench_refuses_a_bad_number_of_turns(turns: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["bench", "--turns", turns])
+    assert info.value.code == 2 and "--turns" in capsys.readouterr().err
 
 
 def test_request_header_and_context_are_folded_as_events_commit() -> None:
