@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import io
 import json
 import tempfile
 from pathlib import Path
@@ -16,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sessionspec import storage
 from sessionspec.cli.demo import example_session
-from sessionspec.cli.progress import Progress
 from sessionspec.errors import SpecViolation
 from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck.checker import Checker, check_path, numbered
@@ -424,16 +422,6 @@ def test_sqlite_and_zstd_reports_count_events(tmp_path: Path) -> None:
         storage.save(tmp_path / name, HEADER, demo_events())
         report = check_path(str(tmp_path / name), strict=True)
         assert (report.events, report.findings, report.nodes) == (13, [], 1)
-
-
-def test_progress_draws_only_when_enabled() -> None:
-    quiet, loud = io.StringIO(), io.StringIO()
-    with Progress("check", stream=quiet) as bar:  # a StringIO is not a terminal
-        bar(5, 10)
-    assert quiet.getvalue() == ""
-    with Progress("check", stream=loud, enabled=True) as bar:
-        bar(5, 10)
-    assert "[###############---------------]  50%" in loud.getvalue() and loud.getvalue().endswith("\x1b[2K")
 
 
 @pytest.mark.parametrize("where", ["inside", "last", "torn"])
