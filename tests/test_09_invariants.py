@@ -23,7 +23,8 @@ from sessionspec.testing.builders import (
     with_change,
 )
 from sessionspec.testing.implementations import SessionFactory
-from sessionspec.testing.loops import Loop, Violation, agent_loops, append, build, relational_violations, ticking_clock
+from sessionspec.testing.loops import Loop, agent_loops, append, build, ticking_clock
+from sessionspec.testing.violations import Violation, relational_violations
 
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
