@@ -88,6 +88,9 @@ def test_a_repair_that_does_not_verify_writes_nothing(tmp_path: Path, monkeypatc
     ("cwd", "UPDATE sessions SET cwd = CAST(x'2fff' AS TEXT)", "SESSION-LOSSLESS-TEXT.1"),
     ("schema", "UPDATE sqlite_master SET sql = 'CREATE TABLE events (garbage' WHERE name = 'events'",
      "SESSION-SQLITE-ROW.4"),
+    # SQLite's own error message then quotes bytes that are not UTF-8, which the driver fails to decode.
+    ("schema bytes", "UPDATE sqlite_master SET sql = CAST(x'435245415445205441424c45206576656e7473202861204e4f54204e554c8a29' AS TEXT) "
+     "WHERE name = 'events'", "SESSION-SQLITE-ROW.4"),
 ])
 def test_invalid_text_and_a_damaged_schema_are_findings_not_tracebacks(tmp_path: Path, case: str, statement: str,
                                                                         rule: str) -> None:

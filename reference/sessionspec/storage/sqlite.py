@@ -76,10 +76,15 @@ SQLITE_MAGIC = formats.SQLITE_MAGIC
 __all__ = ["DATA", "DISCRIMINATOR", "VARINT", "SqliteReader", "SqliteWriter", "decode_seqs", "encode_seqs"]
 _NOT_A_DATABASE = 26
 """SQLITE_NOTADB: the file is not a database at all (its header is not SQLite's); anything else is damage."""
+DRIVER_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+"""What the driver raises on a damaged file: its own errors, and UnicodeDecodeError where SQLite's error message
+quotes damaged schema text that is not UTF-8."""
 
 
-def damaged(error: sqlite3.Error, path: str, *, after: object = None, seq: int | None = None) -> SpecViolation:
+def damaged(error: Exception, path: str, *, after: object = None, seq: int | None = None) -> SpecViolation:
     """The refusal for an error SQLite raised: not a database (SESSION-SQLITE-SCHEMA.3) or damaged (SESSION-SQLITE-ROW.4)."""
+    if isinstance(error, UnicodeDecodeError):
+        error = sqlite3.DatabaseError(f"an error message that is not UTF-8 (damaged schema text): {error}")
     if getattr(error, "sqlite_errorcode", None) == _NOT_A_DATABASE:
         return refuse(UNVERSIONED, Kind.VERSION, path, f"not a SQLite session database: {error}")
     # ROW.4: what lies past the damage cannot be read, so it cannot be judged a torn tail either.
@@ -101,7 +106,7 @@ def connect(path: Path, *, write: bool) -> sqlite3.Connection:
     try:
         uri = f"file:{Path(path).absolute()}" + ("" if write else "?mode=ro")
         connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
-    except sqlite3.Error as error:
+    except DRIVER_ERRORS as error:
         raise damaged(error, name) from None
     # SESSION-LOSSLESS-TEXT.1: TEXT arrives as bytes and is judged per value, never failing the whole query.
     connection.text_factory = text_factory
@@ -110,7 +115,7 @@ def connect(path: Path, *, write: bool) -> sqlite3.Connection:
         if write:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = FULL")
-    except sqlite3.Error as error:
+    except DRIVER_ERRORS as error:
         connection.close()
         raise damaged(error, name) from None
     return connection
@@ -120,7 +125,7 @@ def check_identity(connection: sqlite3.Connection, path: str, *, initialise: boo
     """SESSION-SQLITE-SCHEMA: the database is ours, of our version, with our tables (or pristine, to initialise)."""
     try:
         _identity(connection, path, initialise=initialise)
-    except sqlite3.Error as error:
+    except DRIVER_ERRORS as error:
         raise damaged(error, path) from None
 
 
@@ -190,7 +195,7 @@ class SqliteReader:
             self.revision = revision_token(self._connection, self.session_id)
             """What a repair must still find under its write lock (SESSION-STORAGE-WRITE.4)."""
             self.header: FrozenDict = header_from_record(self._header_record(), self._name, jsonl=False)
-        except sqlite3.Error as error:
+        except DRIVER_ERRORS as error:
             self.close()
             raise damaged(error, self._name) from None
         except BaseException:
@@ -237,7 +242,7 @@ class SqliteReader:
                     last = row[0]
                     for record in self.scanner.feed(row[0], row, 0, read=read_row):
                         yield None, record
-            except sqlite3.Error as error:
+            except DRIVER_ERRORS as error:
                 # SESSION-SQLITE-ROW.4: refused where the read stood, at the seq it expected next.
                 raise damaged(error, self._name, after=last, seq=self.scanner.expected) from None
             self.torn = self.scanner.finish()
@@ -341,7 +346,7 @@ def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initi
         except BaseException:
             connection.execute("ROLLBACK")
             raise
-    except sqlite3.Error as error:
+    except DRIVER_ERRORS as error:
         raise damaged(error, str(path)) from None
     finally:
         connection.close()
