@@ -97,12 +97,20 @@ def contract(tool: tuple[str, ...], ran: Ran, verdict: Verdict, path: Path, rule
     STATS["clean runs"] += 1
 
 
-def never_worse(path: Path, verdict: Verdict, ran: Ran) -> None:
-    """`repair --write` on `path` (a copy) left it no worse than `verdict` found it."""
+def never_worse(path: Path, verdict: Verdict, ran: Ran, before: bytes) -> None:
+    """`repair --write` on `path` (a copy, `before` its bytes) left it no worse than `verdict` found it.
+
+    A repairable log is repaired, or, where writing meets damage that reading did not (a damaged
+    index page of a SQLite file), refused with a rule and left byte for byte as it was.
+    """
     STATS["repair --write"] += 1
     if ran.traceback is not None:
         STATS["tracebacks"] += 1
         raise AssertionError((path.name, ran.traceback))
+    if verdict.state == "repairable" and ran.code == 1:
+        assert RULE in ran.err and path.read_bytes() == before, (path.name, ran)
+        STATS["repairs refused on damage met while writing, the log untouched"] += 1
+        return
     assert ran.code == expected_exit("repair", verdict), (path.name, verdict, ran)
     if verdict.state == "repairable":
         after = oracle(path)
@@ -110,6 +118,9 @@ def never_worse(path: Path, verdict: Verdict, ran: Ran) -> None:
             STATS["logs made worse"] += 1
             raise AssertionError((path.name, verdict, after))
         STATS["repaired"] += 1
+    elif path.read_bytes() != before:
+        STATS["logs made worse"] += 1
+        raise AssertionError((path.name, "a repair wrote to a log it could not repair"))
 
 
 def judge(path: Path, directory: Path, rule: str | None = None) -> Verdict:
@@ -130,11 +141,7 @@ def judge(path: Path, directory: Path, rule: str | None = None) -> Verdict:
     if path.is_file() and not path.is_symlink():
         target = copy(path, directory)
         data = target.read_bytes()
-        ran = run_cli("repair", "--write", str(target))
-        if verdict.state != "repairable" and target.read_bytes() != data:
-            STATS["logs made worse"] += 1
-            raise AssertionError((path.name, "a repair wrote to a log it could not repair"))
-        never_worse(target, verdict, ran)
+        never_worse(target, verdict, run_cli("repair", "--write", str(target)), data)
         target.unlink()
     STATS["variants handled cleanly"] += 1
     return verdict
@@ -204,6 +211,23 @@ def test_sqlite_column_classes(tmp_path: Path, where: str) -> None:
         verdict = judge(path, tmp_path, rule)
         assert verdict.state == ("refused" if where == "middle" else "repairable"), (name, verdict)
         path.unlink()
+
+
+LEGACY = {
+    "malformed-trigger": (b'{"type":"turn/start","seq":SEQ,"time":0,"data":{"turn":1,"trigger":"x"}}', "SESSION-LEGACY-UPGRADE.1"),
+    "malformed-reason": (b'{"type":"turn/end","seq":SEQ,"time":0,"data":{"turn":1,"reason":{"kind":"completed","x":1}}}',
+                         "SESSION-LEGACY-UPGRADE.2"),
+    "steering-message": (b'{"type":"steering/message","seq":SEQ,"time":0,"data":{"turn":1}}', "SESSION-LEGACY-UPGRADE.3"),
+}
+
+
+@pytest.mark.xfail(reason="logcheck/checker.py (another engineer's): check's fast path takes turn/start and turn/end "
+                          "with any data and applies no legacy upgrade, so it accepts a malformed legacy shape the load "
+                          "gate refuses (and refuses tests/fixtures/storage/legacy.jsonl, which loads)", strict=True)
+def test_legacy_shapes_are_judged_alike_by_check_and_load(tmp_path: Path) -> None:
+    for name, (line, rule) in LEGACY.items():
+        path = write_jsonl(tmp_path / f"{name}.jsonl", [[line.replace(b"SEQ", b"0")]])
+        judge(path, tmp_path, rule)
 
 
 # --- random corruptions, cuts at every offset, bad files, damaged pages ----------------------------------
