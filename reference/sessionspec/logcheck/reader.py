@@ -27,10 +27,11 @@ from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.logcheck.survey import Run
 from sessionspec.logcheck.workers import Surveyor, usable_cpus
-from sessionspec.storage.formats import Unreadable, detect
-from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, Scanner, TornTail, refuse
+from sessionspec.storage.formats import Unreadable, detect, open_regular
+from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, Scanner, TornTail, may_end_turn, refuse
 from sessionspec.storage.jsonl import read_header
 from sessionspec.storage.losslessparse import parse
+from sessionspec.storage.zstdlog import ZstdReader
 
 _SLOW: Final = object()
 _LOADS = orjson.loads
@@ -94,13 +95,23 @@ def open_log(path: Path, session_id: str | None = None, *, survey: Survey | None
     only the lines in no run come out of `records()`; `jobs` is how many processes share the
     surveys (1: this one alone; None: one per usable CPU, up to DEFAULT_JOBS, for a large
     log), the others forked as surveyors (see logcheck/workers.py).
+
+    A log this build cannot read at all (a newer or older format, a foreign database: the rules
+    of kind `version`) raises Unreadable naming its rule: it is not a log with findings.
     """
+    try:
+        return _open(path, session_id, survey, fold, jobs)
+    except SpecViolation as violation:
+        if violation.kind is Kind.VERSION:
+            raise Unreadable(str(violation), rule=violation.rule) from None
+        raise
+
+
+def _open(path: Path, session_id: str | None, survey: Survey | None, fold: Fold | None, jobs: int | None) -> Log:
     fmt = detect(path)
     if fmt == "jsonl":
         return _open_jsonl(path, session_id, survey, fold, jobs)
     if fmt == "jsonl.zstd":
-        from sessionspec.storage.zstdlog import ZstdReader
-
         zstd = ZstdReader(path, session_id)
         size = path.stat().st_size
         return Log(path, fmt, zstd.header, zstd.records, lambda: zstd.torn, lambda: (size, size))
@@ -143,7 +154,8 @@ def _surveyors(survey: Survey | None, jobs: int | None, size: int) -> list[Surve
 
 
 def _open_jsonl(path: Path, session_id: str | None, survey: Survey | None, fold: Fold | None, jobs: int | None) -> Log:
-    stream: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed when the records are exhausted
+    # SESSION-STORAGE-RECORD.2: opened only as a regular file (a FIFO swapped in after `detect` still cannot block).
+    stream: BinaryIO = open_regular(path)
     try:
         header, offset = read_header(stream, str(path), session_id)
     except BaseException:
@@ -270,8 +282,9 @@ def _chunks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | _Oversized]
         tail.append(carry)
 
 
-Surveyed = tuple[int, list[Run]] | None
-"""A block's line count and runs, or None where the block is not canonical (or no consumer surveys)."""
+Surveyed = tuple[int, list[Run], list[Any] | None] | None
+"""A block's line count, runs and (where this process parsed it) the value of each line; None where the block is
+not canonical (or no consumer surveys)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,11 +303,16 @@ class StoredLine:
 
 
 def _here(part: bytes, survey: Survey | None) -> Surveyed:
-    """A block parsed and surveyed in this process."""
+    """A block parsed and surveyed in this process; its values go along, so a line no run takes is not parsed again."""
     if survey is None:
         return None
     values = _block(part)
-    return None if values is None else (len(values), survey(values))
+    return None if values is None else (len(values), survey(values), values)
+
+
+def no_runs(values: list[Any]) -> list[Run]:
+    """A survey that takes no run: every line comes out of `records()`, parsed a block at a time (for `show`)."""
+    return []
 
 
 def _answer(part: bytes, survey: Survey) -> bytes:
@@ -345,7 +363,7 @@ def _received(part: bytes, answer: bytes) -> Surveyed:
             runs[r][4][s][3] = StoredLine(part[start:end])
         else:
             runs[r][4][s][1][m][1] = StoredLine(part[start:end])
-    return total, runs
+    return total, runs, None
 
 
 AHEAD: Final = 4
@@ -435,12 +453,14 @@ _NOT_YET: Final = object()
 class _Lines:
     """One block of complete lines at file offset `base`, split into its lines only when some line goes alone."""
 
-    __slots__ = ("_ends", "_raws", "base", "part", "total")
+    __slots__ = ("_ends", "_raws", "base", "part", "total", "values")
 
-    def __init__(self, part: bytes, base: int, total: int) -> None:
+    def __init__(self, part: bytes, base: int, total: int, values: list[Any] | None) -> None:
         self.part = part
         self.base = base
         self.total = total
+        self.values = values
+        """Each line's value where the block was parsed here (`_block` proved each line canonical), else None."""
         self._raws: list[bytes] = []
         self._ends: list[int] = []
 
@@ -462,9 +482,14 @@ class _Lines:
 
 def _alone(scanner: Scanner, lines: _Lines, first: int, last: int, line: int) -> Generator[tuple[int | None, Json], None, int]:
     """Lines first..last-1 of a block, each parsed alone and fed to the scanner; returns the last line number."""
+    values = lines.values
     for index in range(first, last):
         line += 1
-        yield from _one_line(scanner, line, lines.raw(index), lines.end(index))
+        if values is not None and scanner.pending is None:
+            for record in scanner.feed(line, values[index], lines.end(index), read=_parsed):
+                yield line, record
+        else:
+            yield from _one_line(scanner, line, lines.raw(index), lines.end(index))
     return line
 
 
@@ -484,8 +509,13 @@ def _jsonl_records(blocks: Iterator[tuple[bytes | _Oversized, Surveyed]], scanne
             line += 1
             raise refuse(RECORD_SIZE, Kind.JSON, scanner.path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes",
                          line=line)
-        total, runs = surveyed if surveyed is not None else (chunk.count(b"\n") + 1, [])
-        lines = _Lines(chunk, offset, total)
+        if scanner.pending is not None and not may_end_turn(chunk):
+            # SESSION-TORN-TAIL.2: after a defect only a later turn/end matters, and this block can hold none.
+            line += chunk.count(b"\n") + 1
+            offset += len(chunk) + 1
+            continue
+        total, runs, values = surveyed if surveyed is not None else (chunk.count(b"\n") + 1, [], None)
+        lines = _Lines(chunk, offset, total, values)
         offset += len(chunk) + 1
         done = 0
         for start, end, first, nxt, ops in runs:
@@ -520,10 +550,10 @@ def _jsonl_records(blocks: Iterator[tuple[bytes | _Oversized, Surveyed]], scanne
 
 def _one_line(scanner: Scanner, line: int, raw: bytes, end: int) -> Iterator[tuple[int | None, Json]]:
     """One line (without its newline) the block path could not take: parsed alone, the lossless parser deciding."""
-    value = fast_parse(raw) if len(raw) <= MAX_RECORD_BYTES else _SLOW
+    value = fast_parse(raw) if len(raw) <= MAX_RECORD_BYTES and scanner.pending is None else _SLOW
     records = scanner.feed(line, raw, end) if value is _SLOW else scanner.feed(line, value, end, read=_parsed)
     for record in records:
         yield line, record
 
 
-__all__ = ["Log", "SpecViolation", "Unreadable", "detect", "fast_parse", "open_log", "parse_line"]
+__all__ = ["Log", "SpecViolation", "Unreadable", "detect", "fast_parse", "no_runs", "open_log", "parse_line"]
