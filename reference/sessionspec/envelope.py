@@ -23,6 +23,7 @@ from sessionspec.jsonvalue import (
     FrozenDict,
     FrozenList,
     Json,
+    is_nonempty_str,
     is_nonneg_safe_int,
     is_safe_int,
     json_equal,
@@ -294,16 +295,12 @@ def message_of(event_type: str, data: Json) -> Json:
     return data.get("message") if isinstance(data, dict) else None
 
 
-def _nonempty_str(value: object) -> bool:
-    return type(value) is str and value != ""
-
-
 def check_message_shape(event: Event, *, index: int | None = None) -> None:
     """SESSION-MESSAGE-SHAPE: the three surface types carry messages a provider request can hold."""
     seq, kind = event.seq, event.type
     message: Json = message_of(kind, event.data)
     # .1 An identified message: derivation shares it by identity, and repair and replace name it.
-    check(isinstance(message, dict) and _nonempty_str(message.get("id")), "SESSION-MESSAGE-SHAPE.1",
+    check(isinstance(message, dict) and is_nonempty_str(message.get("id")), "SESSION-MESSAGE-SHAPE.1",
           f"{kind} lacks an identified message", seq=seq, index=index)
     role = "assistant" if kind == ASSISTANT_MESSAGE else "user"
     # .2 The role follows the type: tool results travel as user-role messages.
@@ -311,18 +308,18 @@ def check_message_shape(event: Event, *, index: int | None = None) -> None:
           f'{kind} message must have role "{role}"', seq=seq, index=index)
     source: Json = message.get("source")
     # .3 The source says who produced the message.
-    check(isinstance(source, dict) and _nonempty_str(source.get("kind")), "SESSION-MESSAGE-SHAPE.3",
+    check(isinstance(source, dict) and is_nonempty_str(source.get("kind")), "SESSION-MESSAGE-SHAPE.3",
           f"{kind} message has invalid source", seq=seq, index=index)
     content = message.get("content")
     # .4 Content is a list of blocks.
     check(isinstance(content, list), "SESSION-MESSAGE-SHAPE.4", f"{kind} message has invalid content", seq=seq, index=index)
     if kind == ASSISTANT_MESSAGE:
         # .5 An assistant message names the provider and model that produced it.
-        check(source.get("kind") == "model" and _nonempty_str(source.get("provider")) and _nonempty_str(source.get("model")),
+        check(source.get("kind") == "model" and is_nonempty_str(source.get("provider")) and is_nonempty_str(source.get("model")),
               "SESSION-MESSAGE-SHAPE.5", f"{kind} message must have model source", seq=seq, index=index)
     elif kind == TOOL_RESULT:
         # .6 A tool result names the call it answers.
-        check(source.get("kind") == "tool" and _nonempty_str(source.get("callId")), "SESSION-MESSAGE-SHAPE.6",
+        check(source.get("kind") == "tool" and is_nonempty_str(source.get("callId")), "SESSION-MESSAGE-SHAPE.6",
               f"{kind} message must have tool source", seq=seq, index=index)
         # .7 Exactly one tool-result block, so a rewrite has one content to change.
         block: Json = content[0] if len(content) == 1 else None
@@ -339,10 +336,10 @@ def check_request_header(event: Event, *, index: int | None = None) -> None:
     header: Json = data.get("header") if isinstance(data, dict) else None
     config: Json = header.get("config") if isinstance(header, dict) else None
     # .1 The header names its provider and model.
-    check(isinstance(config, dict) and _nonempty_str(config.get("provider")) and _nonempty_str(config.get("model")),
+    check(isinstance(config, dict) and is_nonempty_str(config.get("provider")) and is_nonempty_str(config.get("model")),
           "SESSION-REQUEST-HEADER.1", f"{REQUEST_HEADER} lacks provider/model", seq=seq, index=index)
     # .2 A reasoning effort, when set, is a named level.
-    check("reasoningEffort" not in config or _nonempty_str(config["reasoningEffort"]), "SESSION-REQUEST-HEADER.2",
+    check("reasoningEffort" not in config or is_nonempty_str(config["reasoningEffort"]), "SESSION-REQUEST-HEADER.2",
           f"{REQUEST_HEADER} has an invalid reasoningEffort", seq=seq, index=index)
     if "adapterDefaults" in header:
         defaults = header["adapterDefaults"]
@@ -384,7 +381,7 @@ def validate_header(raw: Json, session_id: str) -> FrozenDict:
     check(type(version) is int and version == SESSION_FORMAT_VERSION, "SESSION-FORMAT-HEADER.2",
           f"session header version must be {SESSION_FORMAT_VERSION}, got {version!r}")
     # .3 The header names the session it belongs to.
-    check(_nonempty_str(session_id) and header.get("id") == session_id and type(header.get("id")) is str,
+    check(is_nonempty_str(session_id) and header.get("id") == session_id and type(header.get("id")) is str,
           "SESSION-FORMAT-HEADER.3", f"session header id {header.get('id')!r} does not match session id {session_id!r}")
     # .4 createdAt is epoch milliseconds.
     check(is_nonneg_safe_int(header.get("createdAt")), "SESSION-FORMAT-HEADER.4",
@@ -395,7 +392,7 @@ def validate_header(raw: Json, session_id: str) -> FrozenDict:
         check(type(cwd) is str and cwd.startswith("/"), "SESSION-FORMAT-HEADER.5",
               f"session header cwd must be an absolute path, got {cwd!r}")
     # .6 The parent of a fork is a session id.
-    check("parentSession" not in header or _nonempty_str(header["parentSession"]), "SESSION-FORMAT-HEADER.6",
+    check("parentSession" not in header or is_nonempty_str(header["parentSession"]), "SESSION-FORMAT-HEADER.6",
           "session header parentSession must be a non-empty string")
     # .7 seedLength counts the inherited prefix.
     check("seedLength" not in header or is_nonneg_safe_int(header["seedLength"]), "SESSION-FORMAT-HEADER.7",
