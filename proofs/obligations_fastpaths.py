@@ -14,10 +14,11 @@ import math
 
 import icontract
 from harness import ABSENT, accepts, outcome, pick
-from sessionspec.envelope import Event, Replace, append_request_parts, build_event, check_message_shape, parse_sources
+from sessionspec.envelope import Event, Replace, append_request_parts, build_event, parse_sources
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenList, snapshot
 from sessionspec.live.fastpath import event_of, message_shape_holds, owned, replace_holds, request_parts, sources_hold
+from sessionspec.shapes import check_message_shape
 from sessionspec.surface import plan_replace
 
 SURFACE = ("user/message", "assistant/message", "tool/result")

@@ -28,24 +28,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from nearmisses import FOREIGN, NEAR_MISSES, every_single_change, json_or_foreign, near_misses, outcome, typed
-from sessionspec import envelope, jsonvalue
+from sessionspec import jsonvalue, shapes
 from sessionspec.catalog import DEFAULT_CATALOG, SURFACE_TYPES
-from sessionspec.envelope import (
-    APPEND,
-    Event,
-    Replace,
-    append_request_parts,
-    build_event,
-    check_content,
-    parse_event,
-    parse_sources,
-)
+from sessionspec.envelope import APPEND, Event, Replace, append_request_parts, build_event, parse_event, parse_sources
 from sessionspec.jsonvalue import FrozenDict, FrozenList, is_json, snapshot
 from sessionspec.live import fastpath
 from sessionspec.live.fastpath import FAST_FORMS, FastForm, message_shape_holds, rule_ids
 from sessionspec.logcheck import reader, survey
 from sessionspec.logcheck.checker import Checker
 from sessionspec.rules import RULES, check
+from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import ROW_TAGS, decode
 from sessionspec.storage.losslessparse import parse
 from sessionspec.surface import check_tool_result_rewrite, plan_replace
@@ -95,7 +87,7 @@ def undeclared(form: FastForm) -> set[str]:
 
 
 def test_the_rule_scan_reads_calls_constants_and_passed_functions() -> None:
-    assert raised_rules(envelope.check_message_shape) == set(rule_ids("SESSION-MESSAGE-SHAPE", 1, 8))
+    assert raised_rules(shapes.check_message_shape) == set(rule_ids("SESSION-MESSAGE-SHAPE", 1, 8))
     assert raised_rules(decode) == {*rule_ids("SESSION-CHUNK-ROWS", 1, 5), "SESSION-CHUNK-ROWS.8"}  # constants named ROW_*
     assert raised_rules(parse) == set(rule_ids("SESSION-LOSSLESS-TEXT", 1, 6))  # hooks passed to json.loads
     assert set(rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5)) <= raised_rules(build_event)  # through parse_sources
@@ -103,7 +95,7 @@ def test_the_rule_scan_reads_calls_constants_and_passed_functions() -> None:
 
 
 def _reference_with_a_new_rule(event: Event) -> None:
-    envelope.check_message_shape(event)
+    shapes.check_message_shape(event)
     check(event.data is not None, "SESSION-MESSAGE-SHAPE.9", "a rule added to the reference")
 
 
@@ -175,7 +167,7 @@ def message_shape_implies_check_message_shape(args: list[Any]) -> bool:
     event_type, data = args
     held = message_shape_holds(event_type, data)
     if held:
-        envelope.check_message_shape(Event(event_type, 0, 0, data))
+        shapes.check_message_shape(Event(event_type, 0, 0, data))
     return held
 
 

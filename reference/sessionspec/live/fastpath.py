@@ -33,16 +33,9 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from sessionspec.catalog import ASSISTANT_MESSAGE, END_SEED, RETIRED_TYPES, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
-from sessionspec.envelope import (
-    APPEND,
-    APPEND_REQUEST_KEYS,
-    Event,
-    append_request_parts,
-    build_event,
-    check_message_shape,
-    parse_sources,
-)
+from sessionspec.envelope import APPEND, APPEND_REQUEST_KEYS, Event, append_request_parts, build_event, parse_sources
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, Json, snapshot
+from sessionspec.shapes import check_message_shape
 from sessionspec.surface import check_tool_result_rewrite, kept_by_rewrite, plan_replace
 
 # --- the registry ----------------------------------------------------------------------------
@@ -301,7 +294,7 @@ def message_shape_holds(event_type: str, data: Json) -> bool:
 
 
 def check_message(event: Event, *, index: int | None = None) -> None:
-    """SESSION-MESSAGE-SHAPE, exactly as `envelope.check_message_shape` raises it."""
+    """SESSION-MESSAGE-SHAPE, exactly as `shapes.check_message_shape` raises it."""
     if not message_shape_holds(event.type, event.data):
         check_message_shape(event, index=index)
 

@@ -39,14 +39,16 @@ from sessionspec.catalog import (
     TOOL_RESULT,
     Catalog,
 )
-from sessionspec.envelope import Event, check_content, parse_event, validate_header
+from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import SpecViolation
+from sessionspec.header import validate_header
 from sessionspec.jsonvalue import Json, snapshot
 from sessionspec.live.fastpath import replace_holds
 from sessionspec.logcheck.reader import StoredLine, Unreadable, open_log
 from sessionspec.logcheck.survey import Run, survey
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
 from sessionspec.rules import check
+from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT

@@ -31,9 +31,10 @@ from itertools import islice
 from typing import Any, Final
 
 from sessionspec.catalog import SURFACE_TYPES, TOOL_RESULT
-from sessionspec.envelope import check_content, parse_event
+from sessionspec.envelope import parse_event
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, is_nonneg_safe_int
 from sessionspec.live.fastpath import implies, message_shape_holds, rule_ids, sources_hold
+from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import MAX_MEMBERS, ROW_TAGS, decode
 
 _INT: Final = frozenset({int})
