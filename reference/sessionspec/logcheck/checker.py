@@ -23,10 +23,8 @@ backend and for the lines a survey leaves out.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, overload
 
 from sessionspec import invariants
@@ -44,7 +42,7 @@ from sessionspec.errors import SpecViolation
 from sessionspec.header import validate_header
 from sessionspec.jsonvalue import Json, snapshot
 from sessionspec.live.fastpath import replace_holds
-from sessionspec.logcheck.reader import StoredLine, Unreadable, open_log
+from sessionspec.logcheck.reader import StoredLine
 from sessionspec.logcheck.survey import Run, survey
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
 from sessionspec.rules import check
@@ -52,6 +50,7 @@ from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
+from sessionspec.storage.legacy import LegacyUpgrade, message_id_of, upgrade
 from sessionspec.surface import ReplacePlan, plan
 from sessionspec.views import project
 
@@ -104,6 +103,31 @@ class _CurrentNodes(Sequence[Event]):
         return self._checker.next_seq
 
 
+class _MessageIds(Mapping[int, str]):
+    """The message id of each current node, read when asked: what a legacy tool/result replacement inherits.
+
+    The load gate's upgrader remembers every surface event's id as it goes; the checker keeps only
+    the current nodes (a replacement's start must be one), and tool results' data, which is what a
+    legacy replacement (a pruned tool result) names.
+    """
+
+    def __init__(self, checker: Checker) -> None:
+        self._info = checker.info
+
+    def __getitem__(self, seq: int) -> str:
+        kind, data = self._info[seq]
+        found = message_id_of(Event(kind, seq, 0, _resolved(data), "append"))
+        if found is None:
+            raise KeyError(seq)
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._info)
+
+    def __len__(self) -> int:
+        return len(self._info)
+
+
 class Checker:
     """Check one stored log, record by record. `feed` each record, then `finish`; read `findings`.
 
@@ -127,6 +151,9 @@ class Checker:
         self.lines: dict[int, int | None] = {}
         self.replace_generation = 0
         self._trace = invariants.Trace()
+        self.upgrades: list[LegacyUpgrade] = []
+        """The legacy upgrades applied on the exact path, as the load gate applies and reports them."""
+        self._message_ids = _MessageIds(self)
         self._view = _CurrentNodes(self)
         self._plain = frozenset(self.known - SURFACE_TYPES - RETIRED_TYPES - {"", "request/header", END_SEED})
         """The log-only types the fast path takes with nothing but the four envelope keys."""
@@ -252,6 +279,7 @@ class Checker:
             self.report(line, event.seq, CONTIGUOUS, f"seq {event.seq} is not contiguous; expected {expected}")
             return
         try:
+            event = self._upgraded(line, event)
             check_content(event)
             # The load gate: an unknown type is interpretable only if its writer marked it ignorable.
             check(event.ignorable or event.type in self.known, UNKNOWN_EVENT,
@@ -279,6 +307,15 @@ class Checker:
         self.info[event.seq] = (event.type, data)
         if self.strict:
             self.lines[event.seq] = line
+
+    def _upgraded(self, line: int | None, event: Event) -> Event:
+        """SESSION-LEGACY-UPGRADE: the event as the load gate reads it (upgraded and reported), or its refusal."""
+        found = upgrade(event, self.session_id or "", self._message_ids)
+        if found is None:
+            return event
+        upgraded, rule, summary = found
+        self.upgrades.append(LegacyUpgrade(event.seq, line, rule, summary))
+        return upgraded
 
     # --- strict: relational invariants and provider validity ----------------------------------
 
@@ -331,80 +368,3 @@ def numbered(events: Iterable[Any], first_line: int = 2) -> Iterator[tuple[int |
     """Records with the line numbers a JSONL file would give them (the header is line 1)."""
     for offset, event in enumerate(events):
         yield first_line + offset, event.to_json() if isinstance(event, Event) else event
-
-
-
-@dataclass
-class Report:
-    """The outcome of checking one file: its findings, and what was read."""
-
-    file: str
-    format: str
-    events: int
-    findings: list[Finding]
-    nodes: int = 0
-    replace_generation: int = 0
-    unreadable: str | None = None
-
-    def to_json(self) -> dict[str, Json]:
-        out: dict[str, Json] = {"file": self.file, "format": self.format, "events": self.events,
-                                "surfaceNodes": self.nodes, "replaceGeneration": self.replace_generation,
-                                "findings": [f.to_json() for f in self.findings]}
-        if self.unreadable is not None:
-            out["unreadable"] = self.unreadable
-        return out
-
-
-def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id: str | None = None,
-               jobs: int | None = None) -> Report:
-    """Check one stored log end to end: header, every record, the torn tail; `tick(done, total)` reports progress.
-
-    `jobs`: 1 checks in this process alone; N > 1 has N - 1 forked surveyors parse and survey
-    blocks of a JSONL log while this process folds them; None (the default) uses one process
-    per usable CPU, at most four, for logs of 4 MiB or more.
-    """
-    checker = Checker(path, strict=strict)
-    fold = checker.fold
-
-    def ticking(ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
-        tick(*log.progress())
-        return fold(ops, k, first, nxt)
-
-    try:
-        log = open_log(Path(path), session_id, survey=None if strict else checker.survey,
-                       fold=fold if tick is None else ticking, jobs=jobs)
-    except Unreadable as error:
-        return Report(path, "?", 0, [], unreadable=str(error))
-    except SpecViolation as violation:
-        at = violation.line if violation.line is not None else 1
-        return Report(path, "?", 0, [Finding(path, at, None, violation.rule, _plain(violation.message, path))])
-    checker.header(1 if log.format != "sqlite" else None, dict(log.header), log.header["id"])
-    feed = checker.feed
-    count = 0
-    # Parsed JSON holds no cycles, so the cycle collector only costs time here (a third of it).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for line, record in log.records():
-            feed(line, record)
-            count += 1
-            if tick is not None and not count & 0xFFF:
-                tick(*log.progress())
-    except SpecViolation as violation:
-        # Corruption the storage scanner refuses outright (a defect with a committed turn/end after it).
-        checker.report(violation.line, violation.seq, violation.rule, _plain(violation.message, path))
-    finally:
-        if collecting:
-            gc.enable()
-    torn = log.torn
-    if torn is not None:
-        checker.report(torn.line, torn.seq, torn.rule,
-                       f"the log has a torn tail from seq {torn.seq} ({_plain(torn.reason, path)}); "
-                       f"`sessionspec repair --write` cuts it")
-    checker.finish()
-    return Report(path, log.format, checker.next_seq, checker.findings, len(checker.nodes), checker.replace_generation)
-
-
-def _plain(message: str, path: str) -> str:
-    """A backend message without the file name it starts with (the finding names the file already)."""
-    return message[len(path) + 2:] if message.startswith(f"{path}: ") else message

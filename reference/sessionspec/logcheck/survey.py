@@ -36,8 +36,11 @@ from sessionspec.jsonvalue import MAX_SAFE_INTEGER, is_nonneg_safe_int
 from sessionspec.live.fastpath import implies, message_shape_holds, rule_ids, sources_hold
 from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import MAX_MEMBERS, ROW_TAGS, decode
+from sessionspec.storage.legacy import may_upgrade, upgrade
 
 _INT: Final = frozenset({int})
+_TURNS: Final = frozenset({"turn/start", "turn/end"})
+"""The log-only types with a legacy shape (SESSION-LEGACY-UPGRADE.1-.2): `may_upgrade` decides if one needs the exact path."""
 _LOW: Final = -MAX_SAFE_INTEGER
 
 Run = tuple[int, int, int, int, list[Any]]
@@ -81,8 +84,8 @@ def lean_row(row: Any, kind: str) -> int:
     return len(texts)
 
 
-@implies(reference=(parse_event, check_content),
-         rules=("SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 7),
+@implies(reference=(parse_event, upgrade, check_content),
+         rules=(*rule_ids("SESSION-LEGACY-UPGRADE", 1, 4), "SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 7),
                 *rule_ids("SESSION-CORE-EVENTS", 1, 2), *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4),
                 *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5), *rule_ids("SESSION-MESSAGE-SHAPE", 1, 8),
                 *rule_ids("SESSION-REQUEST-HEADER", 1, 4), "SESSION-UNKNOWN-EVENT-GATE.1"),
@@ -123,10 +126,10 @@ def survey(values: list[Any], plain: frozenset[str], rows: bool) -> list[Run]:
                 kind = record["type"]
                 size = len(record)
                 if size == 4 and kind in plain:
-                    # type, seq, time, data and nothing else.
+                    # type, seq, time, data and nothing else; a legacy turn shape is the upgrade's to judge.
                     seq, time = record["seq"], record["time"]
                     if (seq != nxt or type(seq) is not int or type(time) is not int or not _LOW <= time <= MAX_SAFE_INTEGER
-                            or "data" not in record):
+                            or "data" not in record or (kind in _TURNS and may_upgrade(kind, record["data"]))):
                         break
                     nxt += 1
                 elif size == 5 or size == 6:
