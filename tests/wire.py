@@ -94,14 +94,6 @@ class WireSession(RemoteSession):
 
     _seen: dict[int, Event]
 
-    def _look(self) -> Answer:
-        if self._snapshot is None:
-            answer = self._connection.request({"op": "snapshot"})
-            if not answer["ok"]:
-                raise _violation(answer)
-            self._snapshot = answer
-        return self._snapshot
-
     def _event(self, raw: Any, index: int) -> Event:
         event = parse_event(raw, index)
         seen = self.__dict__.setdefault("_seen", {})
