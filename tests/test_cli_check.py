@@ -94,7 +94,7 @@ def test_a_torn_tail_is_a_finding_and_repair_cuts_it(tmp_path: Path, fmt: str) -
         assert "SESSION-TORN-TAIL.1" in sessionspec("check", str(path)).stdout
     shown = sessionspec("repair", str(path))
     assert shown.returncode == 0, shown.stderr
-    assert "would append 1 closers after seq 8" in shown.stdout
+    assert "would append 1 closer after seq 8" in shown.stdout
     assert ("would cut the torn tail from line 11" in shown.stdout) == (fmt == "jsonl")
     before = path.read_bytes()
     assert sessionspec("repair", str(path)).returncode == 0 and path.read_bytes() == before  # showing writes nothing
