@@ -99,7 +99,7 @@ def test_a_torn_tail_is_a_finding_and_repair_cuts_it(tmp_path: Path, fmt: str) -
     before = path.read_bytes()
     assert sessionspec("repair", str(path)).returncode == 0 and path.read_bytes() == before  # showing writes nothing
     written = sessionspec("repair", str(path), "--write")
-    assert written.returncode == 0 and "appended 1 closers" in written.stdout
+    assert written.returncode == 0 and "appended 1 closer" in written.stdout
     assert sessionspec("check", "--strict", str(path)).returncode == 0
     again = sessionspec("repair", str(path), "--format", "json")
     assert json.loads(again.stdout)["needsRepair"] is False
