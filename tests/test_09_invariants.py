@@ -23,7 +23,8 @@ from sessionspec.testing.builders import (
     with_change,
 )
 from sessionspec.testing.implementations import SessionFactory
-from sessionspec.testing.loops import Loop, Violation, agent_loops, append, build, relational_violations, ticking_clock
+from sessionspec.testing.loops import Loop, agent_loops, append, build, ticking_clock
+from sessionspec.testing.violations import Violation, relational_violations
 
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -101,6 +102,14 @@ def test_execution_events_name_the_open_turn_and_step(create: SessionFactory) ->
     assert vetoed(watched(create, START, STEP), call_of_turn_two) == "SESSION-RELATIONAL-INVARIANT.9"
     assert vetoed(watched(create, START), END_STEP) == "SESSION-RELATIONAL-INVARIANT.9"
     assert vetoed(watched(create, START, STEP), result("c1", stp=3)) == "SESSION-RELATIONAL-INVARIANT.9"
+
+
+def test_an_execution_event_out_of_place_is_refused_in_words() -> None:
+    """SESSION-RELATIONAL-INVARIANT.9's message says what is open, never "turn None/step None" (issue 17)."""
+    outside = Event("tool/call", 0, 0, snapshot(CALL["data"]))
+    with pytest.raises(SpecViolation) as info:
+        step(Trace(), outside)
+    assert "but no turn is open" in str(info.value) and "None" not in str(info.value)
 
 
 def test_an_appended_result_answers_a_call_of_this_step_once(create: SessionFactory) -> None:

@@ -154,6 +154,16 @@ def test_a_misbehaving_testee_is_a_divergence_of_its_own_kind_and_the_run_ends(
         assert "exited with code 3" in err
 
 
+def test_a_testee_that_answers_hello_then_hangs_stops_the_run_within_a_few_timeouts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a cut-off, every one of the 142 vectors would wait out its own timeout."""
+    started = time.monotonic()
+    code = main(["conform", "--timeout", "0.5", "--", *scripted(tmp_path, "hang")])
+    assert time.monotonic() - started < 30
+    assert code == 1
+    assert "STOPPED: the testee failed 3 times in a row" in capsys.readouterr().err
+
+
 def test_divergence_report_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A planted bug the vectors catch: the report names the rule and the replay reproduces it."""
     report = tmp_path / "report.json"

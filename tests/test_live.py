@@ -4,7 +4,8 @@ The stateful machine compares `live` with `model` on random operations; these te
 incremental machinery itself: returned sequences never change (SESSION-IMMUTABILITY.4), the
 derived-message cache starts over only when `replace_generation` changes
 (SESSION-DERIVED-CACHE.1), the events snapshot is kept until the next append, the fast checks
-reject exactly what the foundation's checks reject, and `sessionspec bench` replays a workload.
+reject exactly what the foundation's checks reject (each fast form is held to its reference in
+test_fastpaths.py), and `sessionspec bench` replays a workload.
 """
 
 from __future__ import annotations
@@ -12,19 +13,19 @@ from __future__ import annotations
 import enum
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sessionspec import cli, live, model
 from sessionspec.envelope import Event
 from sessionspec.errors import SpecViolation
-from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot, thaw
+from sessionspec.jsonvalue import FrozenDict, FrozenList, thaw
 from sessionspec.live import surface as livesurface
-from sessionspec.live.fastpath import new_event, owned
+from sessionspec.live.fastpath import new_event
 from sessionspec.testing.builders import (
     assistant_message,
     replace_op,
@@ -33,6 +34,8 @@ from sessionspec.testing.builders import (
     user_message,
     with_change,
 )
+from sessionspec.testing.workload import Shape
+from sessionspec.testing.workload import lines as workload_lines
 
 
 def clock() -> Callable[[], int]:
@@ -298,55 +301,6 @@ def test_seeding_matches_the_model_and_adds_one_marker() -> None:
     assert (caught.value.rule, caught.value.index) == ("SESSION-SEED-ACCEPTANCE.2", 2)
 
 
-# --- the fast lossless-JSON path is exactly `snapshot` --------------------------------------------
-
-_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**54), max_value=2**54), st.text(max_size=4),
-    st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0), st.just((1,)), st.just(Level.HIGH), st.just(b"x"),
-)
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.one_of(st.text(max_size=3), st.just(Key("k")), st.integers(0, 3)), inner, max_size=4),
-        st.lists(inner, max_size=3).map(FrozenList),
-        st.dictionaries(st.text(max_size=3), inner, max_size=3).map(FrozenDict),
-    ),
-    max_leaves=12,
-)
-
-
-def _typed(value: Any) -> Any:
-    """A type-strict image of a value: equal only if types (frozen or not) are equal too."""
-    if isinstance(value, dict):
-        return (type(value).__name__, [(k, _typed(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return (type(value).__name__, [_typed(v) for v in value])
-    return (type(value).__name__, repr(value))
-
-
-@settings(max_examples=300, deadline=None)
-@given(_values)
-def test_owned_is_snapshot(value: Any) -> None:
-    try:
-        expected: Any = _typed(snapshot(value))
-    except SpecViolation as violation:
-        expected = (violation.rule, violation.message)
-    try:
-        actual: Any = _typed(owned(value))
-    except SpecViolation as violation:
-        actual = (violation.rule, violation.message)
-    assert actual == expected
-
-
-def test_owned_takes_deep_values_to_the_iterative_snapshot() -> None:
-    deep: Any = []
-    for _ in range(100_000):
-        deep = [deep]
-    copy = owned(deep)
-    assert isinstance(copy, FrozenList) and copy is not deep
-
-
 # --- sessionspec bench ------------------------------------------------------------------------------
 
 
@@ -389,11 +343,27 @@ def test_new_event_is_an_event() -> None:
         made.seq = 4  # type: ignore[misc]
 
 
-def test_bench_turns_without_a_generator_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("SESSIONSPEC_WORKLOAD_SCRIPT", str(tmp_path / "absent.py"))
-    assert cli.main(["bench", "--turns", "3"]) == 2
-    assert "SESSIONSPEC_WORKLOAD_SCRIPT" in capsys.readouterr().err
+def test_bench_generates_its_own_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sessionspec bench --turns N` needs nothing outside the package (sessionspec.testing.workload)."""
+    assert cli.main(["bench", "--turns", "3", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["impl"] == "live" and result["events"] > 3 * 30 and result["derives"] == 9
+
+
+def test_the_workload_is_the_shared_generators_line_for_line() -> None:
+    """Same parameters, same lines as the generator the benchmarks were first measured with."""
+    script = Path(__file__).resolve().parents[2] / "shared" / "bench" / "workload.py"
+    if not script.is_file():
+        pytest.skip("the shared generator is not beside this checkout")
+    shared = subprocess.run([sys.executable, str(script), "--turns", "30"], capture_output=True, text=True, check=True)
+    assert shared.stdout.splitlines() == list(workload_lines(Shape(turns=30)))
+
+
+@pytest.mark.parametrize("turns", ["0", "-3", "x"])
+def test_bench_refuses_a_bad_number_of_turns(turns: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["bench", "--turns", turns])
+    assert info.value.code == 2 and "--turns" in capsys.readouterr().err
 
 
 def test_request_header_and_context_are_folded_as_events_commit() -> None:

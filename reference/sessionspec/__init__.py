@@ -1,20 +1,25 @@
-"""sessionspec: the executable specification of the DeepSeek Harness session model.
+"""sessionspec: the executable specification of the DeepSeek Harness session model, and its oracle.
 
-The reference model (`sessionspec.model`) is the spec as code: naive, contract-annotated, every
-query recomputed from the full log. The incremental implementation (`sessionspec.live`) is the
-one a program would use as its session store; the stateful machine in `sessionspec.testing`
-checks it against the model.
+    from sessionspec import Session, SpecViolation, load, save
+
+`Session` is the incremental session store (`sessionspec.live`), held by the stateful machine to
+the naive reference model (`sessionspec.model`), which is the spec as code; `load` and `save` read
+and write the upstream's JSONL, zstd JSONL and SQLite logs through the load gate
+(`sessionspec.storage`); every rejection is a `SpecViolation` naming the rule of `spec/` it
+enforces. The conformance oracle (`sessionspec conform`) lives in `sessionspec.conformance`.
 """
 
 from importlib.metadata import PackageNotFoundError, version
-
-from sessionspec.errors import Kind, SpecViolation
-
-SESSION_FORMAT_VERSION = 0
 
 try:
     __version__ = version("sessionspec")
 except PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["SESSION_FORMAT_VERSION", "Kind", "SpecViolation", "__version__"]
+SESSION_FORMAT_VERSION = 0
+
+from sessionspec.errors import Kind, SpecViolation  # noqa: E402 -- after __version__, which modules below read
+from sessionspec.live import Session  # noqa: E402
+from sessionspec.storage import LoadResult, load, save  # noqa: E402
+
+__all__ = ["SESSION_FORMAT_VERSION", "Kind", "LoadResult", "Session", "SpecViolation", "__version__", "load", "save"]

@@ -15,13 +15,20 @@ import sys
 from collections.abc import Sequence
 
 import sessionspec.cli
+from sessionspec import __version__
+
+EPILOG = """Start with `sessionspec demo`. Every command exits 0 when all is well, 1 when it found something
+(findings in a log, divergences of a testee, a difference on replay), 2 when it cannot run or
+cannot read its input. `sessionspec COMMAND --help` explains each command, with examples."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sessionspec",
         description="Executable specification and conformance oracle for the DeepSeek Harness session model.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"sessionspec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_info in sorted(pkgutil.iter_modules(sessionspec.cli.__path__), key=lambda m: m.name):
         if module_info.name.startswith("_"):  # __main__

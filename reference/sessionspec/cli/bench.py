@@ -1,10 +1,11 @@
-"""`sessionspec bench`: replay a workload of append requests in-process and report events per second.
+"""`sessionspec bench`: replay a workload of append requests in process and report events per second.
 
-A workload is JSON Lines in the shape `../shared/bench/workload.py` writes: one append request per
-line in the conformance protocol's shape (`{"op": "append", "type", "data", ...}`) and
-`{"op": "derive"}` where an agent loop would build a provider request. The file is read and
-parsed before the clock starts: what is timed is the session (appends and derives), which is what
-the upstream figure measures too. Not a test: timings never decide whether anything passes.
+A workload is JSON Lines of append requests in the conformance protocol's shape (`{"op":
+"append", "type", "data", ...}`) and `{"op": "derive"}` where an agent loop builds a provider
+request: `--turns N` generates one (`sessionspec.testing.workload`, deterministic), `--workload
+FILE` reads one. The workload is built and parsed before the clock starts: what is timed is the
+session (appends and derives), which is what the upstream figure measures too. Not a test:
+timings never decide whether anything passes (benchmarks/ holds the measured comparisons).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import argparse
 import gc
 import itertools
 import json
-import os
-import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +24,22 @@ from sessionspec import storage
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
 from sessionspec.testing import implementations as impls
+from sessionspec.testing.workload import Shape, workload
 
-WORKLOAD_SCRIPT_ENV = "SESSIONSPEC_WORKLOAD_SCRIPT"
 CLOCK_START = 1_700_000_000_000
+EPILOG = """examples:
+  sessionspec bench --turns 200
+  sessionspec bench --turns 2000 --impl model --json
+  sessionspec bench --turns 2000 --save /tmp/bench.jsonl     # a large log for `check` and `show`"""
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("bench", help="replay a workload of appends and derives, report events/s")
+    parser = subparsers.add_parser("bench", help="replay a workload of appends and derives, report events/s",
+                                   description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--workload", type=Path, metavar="FILE", help="JSON Lines of append requests and derive lines")
-    source.add_argument("--turns", type=int, metavar="N",
-                        help=f"generate an N-turn workload with the script at ${WORKLOAD_SCRIPT_ENV} "
-                             "(default: ../shared/bench/workload.py beside the repository)")
-    parser.add_argument("--impl", default="live", help="implementation to run: live or model (default: live)")
+    source.add_argument("--workload", type=Path, metavar="WORKLOAD.jsonl", help="JSON Lines of append requests and derives")
+    source.add_argument("--turns", type=_positive, metavar="N", help="generate an N-turn agent workload (about 40 events a turn)")
+    parser.add_argument("--impl", default="live", metavar="NAME", help="implementation to run: live or model (default: live)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--no-gc", action="store_true",
                         help="disable the cyclic garbage collector while timing (to see its share; a store runs with it)")
@@ -44,27 +47,22 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def workload_script() -> Path | None:
-    """The workload generator: $SESSIONSPEC_WORKLOAD_SCRIPT, else the shared folder beside the repository."""
-    configured = os.environ.get(WORKLOAD_SCRIPT_ENV)
-    if configured:
-        return Path(configured)
-    repo = Path(__file__).resolve().parents[3]
-    candidate = repo.parent / "shared" / "bench" / "workload.py"
-    return candidate if candidate.is_file() else None
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of turns: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("--turns must be at least 1")
+    return value
 
 
 def generate(turns: int) -> list[str]:
-    """The lines of an N-turn workload, from the generator script (run, not copied)."""
-    script = workload_script()
-    if script is None or not script.is_file():
-        raise FileNotFoundError(
-            f"no workload generator: set ${WORKLOAD_SCRIPT_ENV} to workload.py, or pass --workload FILE")
-    done = subprocess.run([sys.executable, str(script), "--turns", str(turns)], check=True, capture_output=True, text=True)
-    return done.stdout.splitlines()
+    """The lines of an N-turn workload (`sessionspec.testing.workload`)."""
+    return [json.dumps(op, separators=(",", ":")) for op in workload(Shape(turns=turns))]
 
 
-def parse(lines: list[str]) -> list[dict[str, Json] | None]:
+def parse(lines: Iterable[str]) -> list[dict[str, Json] | None]:
     """Workload operations: an append request, or None for a derive."""
     ops: list[dict[str, Json] | None] = []
     for number, line in enumerate(lines, 1):
@@ -112,10 +110,12 @@ def save(session: Any, path: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        lines = generate(args.turns) if args.turns is not None else args.workload.read_text(encoding="utf-8").splitlines()
-        ops = parse(lines)
+        if args.turns is not None:
+            ops: list[dict[str, Json] | None] = [None if op["op"] == "derive" else op for op in workload(Shape(turns=args.turns))]
+        else:
+            ops = parse(args.workload.read_text(encoding="utf-8").splitlines())
         impls.factory(args.impl)
-    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as error:
+    except (OSError, ValueError, KeyError, UnicodeDecodeError) as error:
         print(f"sessionspec bench: {error}", file=sys.stderr)
         return 2
     try:

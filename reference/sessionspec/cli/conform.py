@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli.progress import Progress
 from sessionspec.conformance import failures, junit, runner, vectors
 from sessionspec.conformance.trace import TraceError, read_trace
 
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sessionspec conform: {error}", file=sys.stderr)
         return runner.UNRUNNABLE
     try:
-        result = runner.run(options, trace=trace)
+        with Progress("conform") as bar:
+            result = runner.run(options, trace=trace, progress=lambda stage, done, total: bar(done, total))
     except runner.Unrunnable as error:
         print(f"sessionspec conform: the testee could not be run: {error}", file=sys.stderr)
         return runner.UNRUNNABLE
@@ -89,6 +91,8 @@ def _report(args: argparse.Namespace, command: list[str], result: runner.Result,
         print(runner.explain(found, command), file=sys.stderr)
     for stale in verdict.stale:
         print(f"STALE failure-list entry {stale}", file=sys.stderr)
+    if result.stopped:
+        print(f"STOPPED: {result.stopped}", file=sys.stderr)
     if result.unchecked:
         print(f"note: the testee's snapshot does not carry {', '.join(result.unchecked)}; those were not compared",
               file=sys.stderr)

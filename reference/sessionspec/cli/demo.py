@@ -1,18 +1,28 @@
-"""`sessionspec demo`: an example session with a pruning and a compaction, stored, checked and shown in every view."""
+"""`sessionspec demo`: both halves of the tool in under a minute.
+
+First the session model: an example session with a tool call, a pruning and a compaction is
+stored, checked and shown in every view (the log, the surface with what each replace shadowed,
+the messages, the transcript). Then the oracle: `conform` is run against an implementation with
+a planted bug, and prints the divergence it finds, the shrunk trace and the one command that
+reproduces it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sessionspec import storage
 from sessionspec.cli.check import print_text
 from sessionspec.cli.render import Style, point_in_time, render_text
-from sessionspec.logcheck.checker import check_path
+from sessionspec.conformance import runner
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.testing import implementations as impls
 from sessionspec.testing.builders import (
     assistant_message,
@@ -28,9 +38,11 @@ from sessionspec.testing.builders import (
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("demo", help="store an example session, check it and show its views (start here)")
-    parser.add_argument("--impl", default="model", help="implementation to run (default: model)")
-    parser.add_argument("--dir", help="directory to write the log to (default: a new temporary directory)")
+    parser = subparsers.add_parser("demo", help="start here: an example session in every view, then the oracle at work",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--impl", default="model", metavar="NAME", help="implementation to run (default: model)")
+    parser.add_argument("--dir", metavar="DIR", help="directory to write the log to (default: a new temporary directory)")
+    parser.add_argument("--no-oracle", action="store_true", help="show the session model only, skip the conform run")
     parser.add_argument("--format", choices=("jsonl", "jsonl.zstd", "sqlite"), default="jsonl",
                         help="storage backend (default: jsonl)")
     parser.set_defaults(handler=run)
@@ -98,4 +110,33 @@ def run(args: argparse.Namespace) -> int:
     for line in render_text(point_in_time(point.events, earlier), "messages", diff=False, style=style):
         print(line)
     print(style.dim(f"\nthe log stays in {directory}; try the commands above on it"))
+    if not args.no_oracle:
+        show_the_oracle(directory, style)
     return 0 if not report.findings else 1
+
+
+PLANTED: Final = "planted:double-marker"
+"""The bug the demo's oracle run finds: re-opening a seed that already ends in its marker adds a second one."""
+
+
+def show_the_oracle(directory: Path, style: Style) -> None:
+    """`conform` against a store with a planted bug: the divergence, its shrunk trace, the reproduction."""
+    command = [sys.executable, "-m", "sessionspec", "serve", "--impl", PLANTED]
+    shown = ["sessionspec", "serve", "--impl", PLANTED]
+    print("\n" + style.bold(f"$ sessionspec conform -- {shlex.join(shown)}")
+          + style.dim("   # the oracle against a store with a planted bug"))
+    options = runner.Options(command, examples=30, seconds=20, skip_vectors=True, traces_dir=directory / "traces")
+    try:
+        result = runner.run(options)
+    except runner.Unrunnable as error:
+        print(f"the testee could not be run: {error}")
+        return
+    for found in result.divergences:
+        print(runner.explain(found, shown))
+        print(style.dim("  the shrunk trace, request by request:"))
+        for request in found.trace:
+            print("    " + (request if isinstance(request, str) else json.dumps(request, ensure_ascii=False))[:160])
+    families = len(result.divergences)
+    print(style.dim(f"{families} divergence {'family' if families == 1 else 'families'} in {result.seconds:.1f} s "
+                    f"({result.requests:,} requests); a conforming implementation gets none: "
+                    f"sessionspec conform -- sessionspec serve --impl live"))

@@ -1,8 +1,10 @@
-"""Progress bars for long runs, on a terminal only.
+"""Progress bars for long runs, on a terminal only, drawn by rich.
 
 A bar is for a person watching; in a pipe, a log file or CI it is noise in someone else's
-output. So it is drawn on stderr, only when stderr is a TTY, at most a few times a second, and
-erased when the run ends. No dependency: a bar is one carriage-returned line.
+output. So it is drawn on stderr, only when stderr is a terminal (and neither `TERM=dumb` nor
+`SESSIONSPEC_NO_PROGRESS` says otherwise), only once a run has taken about a second (a quick
+command stays quiet), and erased when the run ends. rich does the drawing: refresh rate, width,
+rate and time-left estimates are what a well-kept library does better than a hand-drawn line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,13 @@ import sys
 import time
 from types import TracebackType
 from typing import TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as RichProgress
+
+DELAY = 1.0
+"""Seconds a run may take before its bar appears."""
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -23,40 +32,37 @@ def interactive(stream: TextIO | None = None) -> bool:
 class Progress:
     """`with Progress("check x.jsonl") as bar: bar(done, total)`; does nothing off a terminal."""
 
-    WIDTH = 30
-    INTERVAL = 0.1
-
-    def __init__(self, label: str, *, stream: TextIO | None = None, enabled: bool | None = None) -> None:
+    def __init__(self, label: str, *, stream: TextIO | None = None, enabled: bool | None = None,
+                 delay: float = DELAY) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = interactive(self.stream) if enabled is None else enabled
-        self._last = 0.0
-        self._drawn = False
+        self._started = time.monotonic()
+        self._delay = delay
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
+
+    @property
+    def drawn(self) -> bool:
+        return self._bar is not None
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
+        if not self.enabled or time.monotonic() - self._started < self._delay:
             return
-        now = time.monotonic()
-        if now - self._last < self.INTERVAL:
-            return
-        self._last = now
-        if total > 0:
-            fraction = min(done / total, 1.0)
-            filled = int(fraction * self.WIDTH)
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            text = f"\r{self.label} [{bar}] {fraction:4.0%}"
-        else:
-            text = f"\r{self.label} {done:,}"
-        self.stream.write(text)
-        self.stream.flush()
-        self._drawn = True
+        if self._bar is None:
+            console = Console(file=self.stream, force_terminal=True)
+            self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeRemainingColumn(), console=console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=total or None)
+        assert self._task is not None
+        self._bar.update(self._task, completed=done, total=total or None)
 
     def close(self) -> None:
         """Erase the bar, so the next line of output starts clean."""
-        if self._drawn:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-            self._drawn = False
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
     def __enter__(self) -> Progress:
         return self

@@ -1,4 +1,12 @@
-"""`sessionspec vectors generate|check`: the conformance vectors under spec/vectors/, from the reference model."""
+"""`sessionspec vectors generate|check`: the conformance vectors, generated from the reference model.
+
+A vector is a language-neutral test case (spec/10-conformance.md, "Vectors"): requests, the
+reference's answer to each, and the final snapshot. They are never written by hand: `generate`
+runs every case of `sessionspec.conformance.cases` through the executor over the model and writes
+spec/vectors; `check` regenerates them in memory and fails (exit 1) when a committed file is
+stale, missing or extra, or when a rule the protocol can reach has no rejecting or no accepting
+vector. Installed from a wheel, `check` checks the vectors the package carries.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +17,17 @@ from typing import Any
 
 from sessionspec.conformance import vectors
 
+EPILOG = """examples:
+  sessionspec vectors check
+  sessionspec vectors generate      # after changing a case or a rule"""
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("vectors", help="generate or check the conformance vectors (spec/vectors/)")
-    parser.add_argument("action", choices=["generate", "check"])
-    parser.add_argument("--dir", type=Path, help="vector directory (default: spec/vectors of this checkout)")
+    parser = subparsers.add_parser("vectors", help="generate or check the conformance vectors (spec/vectors/)",
+                                   description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["generate", "check"], help="write the vectors, or check the committed ones")
+    parser.add_argument("--dir", type=Path, metavar="DIR",
+                        help="vector directory (default: spec/vectors of the checkout, else the packaged copy)")
     parser.set_defaults(handler=run)
 
 

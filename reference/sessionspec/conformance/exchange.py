@@ -33,6 +33,9 @@ from sessionspec.errors import SpecViolation
 
 WINDOW: Final = 256
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
+GIVE_UP: Final = 3
+"""Testee failures in a row (no answer between them) after which the run stops asking: a testee that answers
+hello and then hangs must not cost a timeout per vector."""
 
 
 class DivergenceFound(AssertionError):
@@ -116,6 +119,12 @@ class Exchange:
         self.source = "machine"
         self.case: str | None = None
         self._written: tuple[Answer | None, bytes] = (None, b"")
+        self.streak = 0
+        """Testee failures since its last answer (see GIVE_UP)."""
+
+    @property
+    def gave_up(self) -> bool:
+        return self.streak >= GIVE_UP
 
     def begin(self, source: str = "machine", case: str | None = None) -> None:
         """A new example (or vector, named `case`): nothing in flight, nothing diverged."""
@@ -144,6 +153,7 @@ class Exchange:
         try:
             self.connection.send(line)
         except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
+            self.streak += 1
             owed, owed_expected, length = self.pending.popleft()
             self.pending.clear()
             self._settle(owed, owed_expected, failure.answer(), length)
@@ -160,8 +170,10 @@ class Exchange:
                 raw = self.connection.receive_raw()
             except TesteeFailure as failure:  # the testee is gone, and the answers in flight with it
                 self.pending.clear()
+                self.streak += 1
                 self._settle(request, expected, failure.answer(), length)
                 continue
+            self.streak = 0
             if raw == self._line(expected):
                 continue
             try:

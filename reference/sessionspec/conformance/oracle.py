@@ -36,7 +36,8 @@ import orjson
 from sessionspec import model
 from sessionspec.conformance.executor import Executor
 from sessionspec.conformance.protocol import Answer
-from sessionspec.envelope import Event, header_to_json
+from sessionspec.envelope import Event
+from sessionspec.header import header_to_json
 from sessionspec.jsonvalue import FrozenDict, FrozenList, thaw
 from sessionspec.requestheader import fold_request_context, fold_request_header
 from sessionspec.surface import Plan, ReplacePlan, Surface, apply, plan

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -72,13 +72,15 @@ class Result:
     requests: int = 0
     seconds: float = 0.0
     partial: bool = False
+    stopped: str | None = None
+    """Why the run stopped early (a testee that keeps failing), if it did."""
 
     def report(self) -> dict[str, Any]:
         """The --json report (spec/10-conformance.md)."""
         machine = sum(d.source == "machine" for d in self.divergences)
         return {"testee": self.testee, "vectors": {"passed": self.passed, "failed": self.failed},
                 "machine": {"examples": self.examples, "divergences": machine}, "unchecked": self.unchecked,
-                "requests": self.requests, "seconds": round(self.seconds, 3),
+                "requests": self.requests, "seconds": round(self.seconds, 3), "stopped": self.stopped,
                 "divergences": [d.to_json() for d in self.divergences]}
 
 
@@ -143,6 +145,8 @@ def search(exchange: Exchange, options: Options, testee: Answer) -> tuple[int, l
             except (AssertionError, Flaky) as error:
                 if exchange.last is None:
                     raise RuntimeError(f"the machine failed without a recorded divergence: {error!r}") from error
+            except Unsatisfiable:
+                break  # every example was rejected at its start: the budget is spent or the testee gave out
             finally:
                 examples += machine.examples
             if exchange.last is None:
@@ -228,7 +232,7 @@ def run(options: Options, *, trace: Trace | None = None,
             result.partial = True
         else:
             _run_vectors(exchange, options, result, progress)
-            if options.examples == 0 and options.profile is None:
+            if (options.examples == 0 and options.profile is None) or exchange.gave_up:
                 result.partial = True
             else:
                 result.examples, found = search(exchange, options, result.testee)
@@ -249,6 +253,11 @@ def _run_vectors(exchange: Exchange, options: Options, result: Result,
         return
     vectors = vector_files.load(options.vectors_dir)
     for number, vector in enumerate(vectors):
+        if exchange.gave_up:
+            result.stopped = (f"the testee failed {exchange.streak} times in a row; {len(vectors) - number} vectors and the "
+                              f"machine were not run")
+            result.partial = True
+            return
         result.vector_ids.append(vector["id"])
         found = run_vector(exchange, vector)
         if found is None:

@@ -18,12 +18,13 @@ from sessionspec.conformance.cases import Case, cases
 from sessionspec.conformance.executor import Executor
 from sessionspec.conformance.protocol import dumps
 from sessionspec.conformance.registry import all_rules
+from sessionspec.conformance.resources import shipped
 from sessionspec.conformance.testee import answer_line
 from sessionspec.errors import Kind
 from sessionspec.model import Session
 
 FORMAT: Final = "sessionspec-vector/1"
-DEFAULT_DIR: Final = Path(__file__).resolve().parents[3] / "spec" / "vectors"
+DEFAULT_DIR: Final = shipped("vectors")
 
 EXCLUDED_FAMILIES: Final = {
     "SESSION-RELATIONAL-INVARIANT": "raised by an optional precommit validator, which a testee does not run",

@@ -20,7 +20,7 @@ from sessionspec.conformance.protocol import START_TIME, Answer
 from sessionspec.envelope import APPEND
 from sessionspec.invariants import Companion, replay
 from sessionspec.repair import closers, repaired
-from sessionspec.testing import implementations, loops
+from sessionspec.testing import implementations, loops, violations
 
 
 def with_companion(factory: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,8 +70,8 @@ class CompanionMachine(RuleBasedStateMachine):
             answer = self.run({"op": "append", **request})
             assert answer["ok"], f"the companion vetoed a well-formed loop: {answer}"
 
-    @rule(violation=loops.relational_violations())
-    def violation_is_vetoed_with_the_same_rule(self, violation: loops.Violation) -> None:
+    @rule(violation=violations.relational_violations())
+    def violation_is_vetoed_with_the_same_rule(self, violation: violations.Violation) -> None:
         self.fresh()
         for request in violation.prefix:
             assert self.run({"op": "append", **request})["ok"], "the companion vetoed a well-formed prefix"

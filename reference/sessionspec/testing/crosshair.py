@@ -10,6 +10,7 @@ bounded search, not a proof: "no counterexample within the bound" means exactly 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import subprocess
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import icontract._checkers
+
+from sessionspec.conformance.resources import shipped
 
 NO_COUNTEREXAMPLE = "no counterexample within the bound"
 CONFIRMED = "confirmed over all paths"
@@ -71,10 +74,14 @@ class Result:
                 "seconds": round(self.seconds, 1)}
 
 
+def available() -> bool:
+    """Whether CrossHair is installed here (the `proofs` extra)."""
+    return importlib.util.find_spec("crosshair") is not None
+
+
 def default_directory() -> Path:
-    """`proofs/` of the source tree this package was installed from, else of the working directory."""
-    source_tree = Path(__file__).resolve().parents[3] / "proofs"
-    return source_tree if source_tree.is_dir() else Path.cwd() / "proofs"
+    """`proofs/` of the checkout, else the copy the installed package carries (sessionspec.conformance.resources)."""
+    return shipped("proofs")
 
 
 def discover(directory: Path) -> list[Obligation]:

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for well-formed agent loops, and for relational violations of them.
+"""Hypothesis strategies for well-formed agent loops (their relational violations: `testing.violations`).
 
 A well-formed loop is what a correct harness writes: turns numbered from 1, each with a user
 message and steps numbered from 1; a step streams chunks, commits an assistant message whose
@@ -19,24 +19,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
 
-from sessionspec.invariants import (
-    IN_OPEN_STEP,
-    RESULT_HAS_CALL,
-    REWRITE_IN_TURN,
-    STEP_IN_TURN,
-    STEP_NOT_OPEN,
-    STEP_NUMBERED,
-    TURN_ENCLOSED,
-    TURN_END_MATCHES,
-    TURN_END_STEP_CLOSED,
-    TURN_NOT_OPEN,
-    TURN_NUMBERED,
-)
 from sessionspec.testing import implementations as impls
 from sessionspec.testing.builders import (
     assistant_message,
@@ -86,16 +73,6 @@ class Loop:
     def cuts_inside_turns(self) -> list[int]:
         """The prefix lengths after which a turn is open: where a crash leaves work to repair."""
         return [k for k, state in enumerate(self.states) if state.open_turn is not None]
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A prefix of a well-formed loop, then one request the companion must veto with `rule`."""
-
-    prefix: tuple[Request, ...]
-    request: Request
-    rule: str
-    state: LoopState = field(default_factory=LoopState)
 
 
 class _Builder:
@@ -360,96 +337,6 @@ def _call_ids(data: Any) -> list[str]:
     content = _field(_field(data, "message"), "content")
     blocks = content if isinstance(content, list) else []
     return [b["id"] for b in blocks if isinstance(b, dict) and b.get("type") == "tool-call" and type(b.get("id")) is str]
-
-
-# --- relational violations ------------------------------------------------------------------
-
-
-def _other(value: int | None, draw: Any) -> int:
-    """A number that is not `value`."""
-    return int(draw(st.integers(0, 9).filter(lambda n: n != value)))
-
-
-def _violations_for(state: LoopState, draw: Any) -> list[tuple[str, Callable[[], Request]]]:
-    """The violations that fit `state`, each with the rule the companion must name."""
-    t, s = state.open_turn, state.open_step
-    fresh = f"stray-{state.seq}"
-    out: list[tuple[str, Callable[[], Request]]] = []
-
-    def add(rule: str, make: Callable[[], Request]) -> None:
-        out.append((rule, make))
-
-    if t is None:
-        add(TURN_NUMBERED, lambda: {"type": "turn/start", "data": {"turn": _other(state.next_turn, draw)}})
-        add(TURN_END_MATCHES, lambda: {"type": "turn/end", "data": {"turn": state.next_turn, "reason": {"kind": "completed"}}})
-        add(STEP_IN_TURN, lambda: {"type": "step/start", "data": {"turn": state.next_turn, "step": 1}})
-        add(IN_OPEN_STEP, lambda: {"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {}}})
-        add(IN_OPEN_STEP, lambda: {"type": "tool/result", "surfaceOp": "append",
-                                   "data": tool_result(fresh, "x", message_id=f"r-{fresh}")})
-        kind = draw(st.sampled_from(["todo/write", "request/header", "request/context"]))
-        data = request_header(reason="change") if kind == "request/header" else {"todos": []}
-        add(TURN_ENCLOSED, lambda: {"type": kind, "data": data})
-        if state.results:
-            seq, result = state.results[-1]
-            add(REWRITE_IN_TURN, lambda: {"type": "tool/result", "data": pruned(result),
-                                          "surfaceOp": replace_op(seq, seq),
-                                          "sourceEventSeqs": [seq]})
-        return out
-    add(TURN_NOT_OPEN, lambda: {"type": "turn/start", "data": {"turn": draw(st.sampled_from([t, t + 1]))}})
-    add(TURN_END_MATCHES, lambda: {"type": "turn/end", "data": {"turn": _other(t, draw), "reason": {"kind": "completed"}}})
-    add(STEP_IN_TURN, lambda: {"type": "step/start", "data": {"turn": _other(t, draw), "step": state.next_step}})
-    if s is None:
-        add(STEP_NUMBERED, lambda: {"type": "step/start", "data": {"turn": t, "step": _other(state.next_step, draw)}})
-        add(IN_OPEN_STEP, lambda: {"type": "tool/call", "data": {"turn": t, "step": state.next_step, "callId": fresh,
-                                                                  "name": "x", "arguments": "{}"}})
-        add(IN_OPEN_STEP, lambda: {"type": "step/end", "data": {"turn": t, "step": state.next_step}})
-        return out
-    add(TURN_END_STEP_CLOSED, lambda: {"type": "turn/end", "data": {"turn": t, "reason": {"kind": "completed"}}})
-    add(STEP_NOT_OPEN, lambda: {"type": "step/start", "data": {"turn": t, "step": draw(st.sampled_from([s, s + 1]))}})
-    add(IN_OPEN_STEP, lambda: {"type": "assistant/message", "surfaceOp": "append",
-                               "data": assistant_message(f"a-{fresh}", [text_block("hi")], turn=t,
-                                                         step=_other(s, draw))})
-    add(IN_OPEN_STEP, lambda: {"type": "step/end", "data": {"turn": _other(t, draw), "step": s}})
-    add(RESULT_HAS_CALL, lambda: {"type": "tool/result", "surfaceOp": "append",
-                                  "data": tool_result(fresh, "x", message_id=f"r-{fresh}", turn=t, step=s)})
-    return out
-
-
-_FITS: dict[str, Callable[[LoopState], bool]] = {
-    TURN_NOT_OPEN: lambda s: s.open_turn is not None,
-    TURN_NUMBERED: lambda s: s.open_turn is None,
-    TURN_END_STEP_CLOSED: lambda s: s.open_step is not None,
-    STEP_NOT_OPEN: lambda s: s.open_step is not None,
-    STEP_NUMBERED: lambda s: s.open_turn is not None and s.open_step is None,
-    RESULT_HAS_CALL: lambda s: s.open_step is not None,
-    REWRITE_IN_TURN: lambda s: s.open_turn is None and bool(s.results),
-    TURN_ENCLOSED: lambda s: s.open_turn is None,
-}
-"""The states each rule's violation needs; the rules not listed fit every state."""
-
-
-def _any_state(state: LoopState) -> bool:
-    return True
-RULES = (TURN_NOT_OPEN, TURN_NUMBERED, TURN_END_MATCHES, TURN_END_STEP_CLOSED, STEP_IN_TURN, STEP_NOT_OPEN, STEP_NUMBERED,
-         IN_OPEN_STEP, RESULT_HAS_CALL, REWRITE_IN_TURN, TURN_ENCLOSED)
-
-
-@st.composite
-def relational_violations(draw: Any, max_turns: int = 2, max_steps: int = 2, max_calls: int = 2) -> Violation:
-    """A well-formed prefix and one request after it that breaks a relation the companion checks.
-
-    The rule is drawn first and the cut among the states it fits, so every rule is exercised.
-    """
-    loop = draw(agent_loops(max_turns, max_steps, max_calls, min_turns=1))
-    rule = draw(st.sampled_from(RULES))
-    fits = _FITS.get(rule, _any_state)
-    cuts = [k for k, state in enumerate(loop.states) if fits(state)]
-    cut = draw(st.sampled_from(cuts)) if cuts else draw(st.integers(0, len(loop.requests)))
-    state = loop.states[cut]
-    choices = _violations_for(state, draw)
-    matching = [choice for choice in choices if choice[0] == rule] or choices
-    rule, make = draw(st.sampled_from(matching))
-    return Violation(loop.requests[:cut], make(), rule, state)
 
 
 # --- building sessions ----------------------------------------------------------------------

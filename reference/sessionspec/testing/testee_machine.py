@@ -200,8 +200,8 @@ class TesteeMachine(RuleBasedStateMachine):
     @initialize(header=HEADERS)
     def start(self, header: Any) -> None:
         deadline = type(self).deadline
-        if deadline is not None and time.monotonic() > deadline:
-            reject()  # the budget is spent: end the run quickly
+        if (deadline is not None and time.monotonic() > deadline) or self.exchange.gave_up:
+            reject()  # the budget is spent, or the testee keeps failing: end the run quickly
         self.create(None, header)
 
     @rule(requests=AGENT_LOOP)

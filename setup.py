@@ -1,0 +1,33 @@
+"""The build step pyproject.toml cannot express: ship the spec's data inside the package.
+
+`spec/vectors`, `spec/schema` and `proofs` live at the top of the repository, where the product
+card puts them and where people read them; a wheel installed alone must still carry them, so
+`sessionspec conform`, `vectors check` and `prove` work from any directory. They are copied into
+`sessionspec/data/` when the wheel is built. An editable install reads them from the checkout.
+"""
+
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+SHIPPED = {"vectors": ROOT / "spec" / "vectors", "schema": ROOT / "spec" / "schema", "proofs": ROOT / "proofs"}
+
+
+class BuildWithSpecData(build_py):
+    def run(self) -> None:
+        super().run()
+        data = Path(self.build_lib) / "sessionspec" / "data"
+        for name, source in SHIPPED.items():
+            target = data / name
+            if target.exists():
+                shutil.rmtree(target)
+            target.mkdir(parents=True)
+            for path in sorted(source.iterdir()):
+                if path.is_file() and path.suffix in (".json", ".py", ".md"):
+                    shutil.copy2(path, target / path.name)
+
+
+setup(cmdclass={"build_py": BuildWithSpecData})
