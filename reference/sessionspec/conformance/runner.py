@@ -27,7 +27,8 @@ from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.client import Connection, TesteeFailure
 from sessionspec.conformance.compare import describe, op_of
 from sessionspec.conformance.divergence import Divergence
-from sessionspec.conformance.exchange import DivergenceFound, Exchange
+from sessionspec.conformance.exchange import DivergenceFound, Exchange, encodable, reference_answer
+from sessionspec.conformance.oracle import ReferenceExecutor
 from sessionspec.conformance.protocol import HOOKS, Answer
 from sessionspec.conformance.trace import Trace, write_trace
 from sessionspec.testing import profiles
@@ -175,11 +176,59 @@ def _reproduces(exchange: Exchange, trace: list[Any], family: str) -> Divergence
     return None
 
 
+def _accepted_seqs(trace: list[Any]) -> list[int | None]:
+    """Per request of `trace`, the seq the reference logs it at (an accepted append), else None."""
+    oracle = ReferenceExecutor()
+    out: list[int | None] = []
+    for request in trace:
+        line = encodable(request)
+        answer = reference_answer(oracle, line) if line is not None else {"ok": False}
+        event = answer.get("event") if op_of(request) == "append" and answer.get("ok") else None
+        out.append(event["seq"] if isinstance(event, dict) and type(event.get("seq")) is int else None)
+    return out
+
+
+def _renumbered(request: Any, gone: list[int]) -> Any:
+    """An append whose seq references (surfaceOp start/end, sourceEventSeqs) follow the removal of the events `gone`."""
+    if not isinstance(request, dict) or request.get("op") != "append":
+        return request
+
+    def shift(seq: Any) -> Any:
+        return seq - sum(1 for g in gone if g < seq) if type(seq) is int else seq
+
+    out = dict(request)
+    op = request.get("surfaceOp")
+    if isinstance(op, dict):
+        out["surfaceOp"] = {key: shift(value) if key in ("start", "end") else value for key, value in op.items()}
+    sources = request.get("sourceEventSeqs")
+    if isinstance(sources, list):
+        kept = [shift(seq) for seq in sources if seq not in gone]
+        out["sourceEventSeqs"] = kept
+        if sources and not kept:  # it named only removed events: it names none (an empty list is not "none")
+            del out["sourceEventSeqs"]
+    return out
+
+
+def _without(trace: list[Any], start: int, stop: int, seqs: list[int | None]) -> list[Any]:
+    """`trace` without requests start..stop-1; the appends after them in the same session renumbered as if the
+    events they logged had never been (so a replacement or a source still names the same event)."""
+    gone = [seq for seq in seqs[start:stop] if seq is not None]
+    if not gone or any(op_of(r) == "create" for r in trace[start:stop]):
+        return trace[:start] + trace[stop:]
+    rest, renumber = [], True
+    for request in trace[stop:]:
+        renumber = renumber and op_of(request) != "create"
+        rest.append(_renumbered(request, gone) if renumber else request)
+    return trace[:start] + rest
+
+
 def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
     """The divergence's trace cut down: snapshots before the diverging request dropped, then runs of requests
     whose removal still reproduces the same family, halving the run length down to single requests, and
     single requests to a fixpoint (no one request can go). The first request (the create) and the last (the
-    diverging one) stay."""
+    diverging one) stay. A removed append's seq is taken out of the seq references after it (`_without`), so
+    a replacement later in the log still names what it named; where that does not reproduce, the plain cut is
+    tried. Every cut is kept only if replaying it reproduces the family: the trace stays a reproduction."""
     known = exchange.known
     trace = [r for r in divergence.trace[:-1] if op_of(r) != "snapshot"] + divergence.trace[-1:]
     best = _reproduces(exchange, trace, divergence.family) or divergence
@@ -188,11 +237,18 @@ def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
     while True:
         removed = False
         position = 1
+        seqs = _accepted_seqs(trace)
         while position < len(trace) - 1:
-            attempt = _reproduces(exchange, trace[:position] + trace[min(position + length, len(trace) - 1):],
-                                  divergence.family)
-            if attempt is not None and len(attempt.trace) < len(trace):
+            stop = min(position + length, len(trace) - 1)
+            attempt = None
+            for candidate in _cuts(trace, position, stop, seqs):
+                attempt = _reproduces(exchange, candidate, divergence.family)
+                if attempt is not None and len(attempt.trace) < len(trace):
+                    break
+                attempt = None
+            if attempt is not None:
                 best, trace, removed = attempt, attempt.trace, True
+                seqs = _accepted_seqs(trace)
             else:
                 position += length
         if length > 1:
@@ -202,6 +258,12 @@ def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
     exchange.known = known
     best.source, best.id = divergence.source, divergence.id
     return best
+
+
+def _cuts(trace: list[Any], start: int, stop: int, seqs: list[int | None]) -> list[list[Any]]:
+    """The renumbered cut, and the plain cut where the two differ."""
+    renumbered, plain = _without(trace, start, stop, seqs), trace[:start] + trace[stop:]
+    return [renumbered] if renumbered == plain else [renumbered, plain]
 
 
 # --- a whole run ---------------------------------------------------------------------------------
