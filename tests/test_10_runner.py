@@ -101,7 +101,9 @@ def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_
     assert len(families) == len(machine) >= 3, families
     # At most 4 requests where the family allows it; a stale derived cache needs 5: create, append, a derive that
     # fills the cache, the replace that should empty it, and the snapshot that shows it did not.
-    assert all(len(d["trace"]) <= (5 if d["op"] == "snapshot" else 4) for d in machine), [d["trace"] for d in machine]
+    assert all(len(d["trace"]) <= (5 if d["op"] == "snapshot" else 4) for d in machine), [
+        (d["family"], [r.get("type", r.get("op")) if isinstance(r, dict) else "line" for r in d["trace"]])
+        for d in machine if len(d["trace"]) > 4]
     assert err.count("reproduce: sessionspec replay") >= len(machine)
 
 

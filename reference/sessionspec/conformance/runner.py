@@ -23,6 +23,7 @@ from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
+from sessionspec.catalog import END_SEED
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.client import Connection, TesteeFailure
 from sessionspec.conformance.compare import describe, op_of
@@ -193,13 +194,17 @@ def _renumbered(request: Any, gone: list[int]) -> Any:
     if not isinstance(request, dict) or request.get("op") != "append":
         return request
 
-    def shift(seq: Any) -> Any:
-        return seq - sum(1 for g in gone if g < seq) if type(seq) is int else seq
+    def shift(seq: Any, *, end: bool = False) -> Any:
+        if type(seq) is not int:
+            return seq
+        # A removed endpoint moves inwards: a start to the next event kept, an end to the one kept before it.
+        return seq - sum(1 for g in gone if g < seq) - (1 if end and seq in gone else 0)
 
     out = dict(request)
     op = request.get("surfaceOp")
     if isinstance(op, dict):
-        out["surfaceOp"] = {key: shift(value) if key in ("start", "end") else value for key, value in op.items()}
+        out["surfaceOp"] = {key: shift(value, end=key == "end") if key in ("start", "end") else value
+                            for key, value in op.items()}
     sources = request.get("sourceEventSeqs")
     if isinstance(sources, list):
         kept = [shift(seq) for seq in sources if seq not in gone]
@@ -222,17 +227,43 @@ def _without(trace: list[Any], start: int, stop: int, seqs: list[int | None]) ->
     return trace[:start] + rest
 
 
+def _unseeded(trace: list[Any]) -> list[Any] | None:
+    """`trace` with its first request, a create from a seed, made a create without one followed by the seed's
+    events as appends (the seed markers, which append refuses, left out and renumbered away); None when it
+    does not start so. A seeded log cannot be cut by removing requests; these appends can."""
+    first = trace[0] if trace else None
+    if not isinstance(first, dict) or first.get("op") != "create" or not isinstance(first.get("seed"), list):
+        return None
+    seed = first["seed"]
+    if not seed or not all(isinstance(event, dict) for event in seed):
+        return None
+    oracle = ReferenceExecutor()
+    line = encodable(first)
+    if line is None or not reference_answer(oracle, line).get("ok"):
+        return None
+    look = reference_answer(oracle, b'{"op":"snapshot"}')
+    gone = [event["seq"] for event in look["events"] if event["type"] == END_SEED]
+    appends = [_renumbered({"op": "append", **{key: value for key, value in event.items() if key not in ("seq", "time")}},
+                           gone) for event in seed if event.get("type") != END_SEED]
+    return [{**first, "seed": None, "header": None}, *appends, *(_renumbered(r, gone) for r in trace[1:])]
+
+
 def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
     """The divergence's trace cut down: snapshots before the diverging request dropped, then runs of requests
     whose removal still reproduces the same family, halving the run length down to single requests, and
     single requests to a fixpoint (no one request can go). The first request (the create) and the last (the
-    diverging one) stay. A removed append's seq is taken out of the seq references after it (`_without`), so
+    diverging one) stay; a create from a seed is first tried as a create without one and the seed's events
+    as appends (`_unseeded`). A removed append's seq is taken out of the seq references after it (`_without`), so
     a replacement later in the log still names what it named; where that does not reproduce, the plain cut is
     tried. Every cut is kept only if replaying it reproduces the family: the trace stays a reproduction."""
     known = exchange.known
     trace = [r for r in divergence.trace[:-1] if op_of(r) != "snapshot"] + divergence.trace[-1:]
     best = _reproduces(exchange, trace, divergence.family) or divergence
     trace = best.trace
+    unseeded = _unseeded(trace)
+    attempt = _reproduces(exchange, unseeded, divergence.family) if unseeded is not None else None
+    if attempt is not None:
+        best, trace = attempt, attempt.trace
     length = max(1, (len(trace) - 2) // 2)
     while True:
         removed = False
