@@ -37,13 +37,11 @@ OVERSIZED: dict[str, str] = {
     "sessionspec.logcheck.checker": "the fast-path work moves its fast forms to live/fastpath",
     "sessionspec.logcheck.reader": "the hostile-input work splits it",
     "sessionspec.storage.sqlite": "the hostile-input work splits it",
-    "sessionspec.testing.explore": "the explorer work makes it a package",
     "sessionspec.testing.strategies": "the invalid-request strategies move to their own module",
 }
 """Modules allowed over the line bound for now, each with the reason; this list must end empty (issue 13)."""
 LATE_IMPORTS: dict[str, str] = {
     "sessionspec.logcheck.reader": "the hostile-input work rewrites how it opens each backend",
-    "sessionspec.testing.explore": "the explorer work makes it a package",
 }
 """Modules whose imports inside functions are still to be moved up, with the reason; must end empty."""
 LONG_FUNCTIONS: dict[str, str] = {
