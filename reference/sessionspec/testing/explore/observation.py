@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from sessionspec.envelope import Event, Replace
 
 
-@dataclass(frozen=True, slots=True)
-class View:
-    """Everything observable about a session, as canonical JSON bytes per view."""
+class View(NamedTuple):
+    """Everything the protocol's `snapshot` reads of a session (and the next seq), as canonical JSON bytes per view."""
 
     events: bytes
     nodes: tuple[int, ...]
@@ -23,6 +21,9 @@ class View:
     transcript: tuple[int, ...]
     first_live_seq: int
     seq: int
+    header: bytes
+    request_header: bytes
+    request_context: bytes
 
 
 def canonical(value: Any) -> bytes:
@@ -45,31 +46,53 @@ def envelope_json(event: Any) -> Any:
     return out
 
 
-def events_bytes(events: Sequence[Any]) -> bytes:
-    return canonical([envelope_json(event) for event in events])
+Known = dict[int, bytes]
+"""Canonical bytes of some events by identity. Whoever holds one keeps the events alive, so no id is reused."""
 
 
-def observe(session: Any) -> View:
+def known_events(events: Sequence[Any]) -> Known:
+    """The bytes of `events`, to be found again by identity: the events a state's copies share.
+
+    Sound because an `Event` is immutable (SESSION-IMMUTABILITY): the same object has the same bytes.
+    """
+    return {id(event): canonical(envelope_json(event)) for event in events if type(event) is Event}
+
+
+def events_bytes(events: Sequence[Any], known: Known | None = None) -> bytes:
+    """The canonical bytes of a list of events: the canonical list of their envelopes (orjson joins elements with commas)."""
+    if not known:
+        return canonical([envelope_json(event) for event in events])
+    get = known.get
+    return b"[" + b",".join([get(id(event)) or canonical(envelope_json(event)) for event in events]) + b"]"
+
+
+def read(session: Any, known: Known | None = None) -> tuple[View, Any]:
+    """Every view of a session, as the protocol's `snapshot` reads them, and the events list read.
+
+    The list is kept to check later that it never changed (SESSION-IMMUTABILITY.4).
+    """
+    events = session.events
     surface = session.surface
-    return View(
-        events=events_bytes(session.events),
-        nodes=tuple(surface.nodes),
-        replace_generation=surface.replace_generation,
-        messages=canonical(session.derive_messages()),
-        transcript=tuple(event.seq for event in session.transcript()),
-        first_live_seq=session.first_live_seq,
-        seq=session.seq,
-    )
+    view = View(events_bytes(events, known), tuple(surface.nodes), surface.replace_generation,
+                canonical(session.derive_messages()), tuple([event.seq for event in session.transcript()]),
+                session.first_live_seq, session.seq, canonical(session.header), canonical(session.request_header()),
+                canonical(session.request_context()))
+    return view, events
 
 
-def state_key(model_log: bytes, first_live_seq: int, actual: View) -> bytes:
+def observe(session: Any, known: Known | None = None) -> View:
+    return read(session, known)[0]
+
+
+def state_key(model_log: bytes, first_live_seq: int, reference: View, actual: View) -> bytes:
     """The 128-bit digest of a state: the model's log and first live seq, and the implementation's views.
 
-    The model's other views are functions of its log, so they add nothing to the key.
+    The model's views are functions of its log and first live seq, so they add nothing to the key;
+    nor do the implementation's when they are the model's, which is what they are in every state
+    that is not a violation.
     """
     digest = hashlib.blake2b(model_log, digest_size=16)
-    digest.update(repr((first_live_seq, actual.nodes, actual.replace_generation, actual.transcript,
-                        actual.first_live_seq, actual.seq)).encode())
-    digest.update(actual.events)
-    digest.update(actual.messages)
+    digest.update(b"%d" % first_live_seq)
+    if actual != reference:
+        digest.update(repr(tuple(actual)).encode(errors="surrogatepass"))
     return digest.digest()

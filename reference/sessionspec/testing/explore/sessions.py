@@ -1,4 +1,4 @@
-"""Running requests on sessions: outcomes, the explorer's hooks, and cheap copies of a session."""
+"""Running requests on sessions: outcomes, the explorer's x-hooks, and cheap copies of a session."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import io
 import pickle
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sessionspec import model
 from sessionspec.envelope import Event, append_request_parts
@@ -20,8 +19,8 @@ def constant_clock() -> int:
     """A constant clock: time orders nothing, and a constant keeps equal states equal."""
     return 0
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+
+class Outcome(NamedTuple):
     """What one side did with a request: accepted, rejected with a rule, or crashed."""
 
     accepted: bool
@@ -35,31 +34,84 @@ class Outcome:
 
 
 NESTED_REJECTED = Outcome(False, "SESSION-APPEND-COMMIT.4")
+NESTED: Request = {"op": "append", "type": "turn/start", "data": {"turn": 99}}
+"""What the reentrant observer tries to append: the protocol testee's own x-hooks request, refused only because it nests."""
+
+
+class _Armed:
+    """The x-hooks of the append in progress, armed for that one append as the protocol's testee arms them."""
+
+    __slots__ = ("reenter", "veto")
+
+    def __init__(self) -> None:
+        self.veto = False
+        self.reenter = False
+
+
+_ARMED = _Armed()
 
 
 def veto(session: Any, candidate: Event) -> None:
-    """The explorer's one precommit validator: it vetoes any event whose data says `"veto": true`.
+    """The precommit validator of every session the explorer makes: `"x-validator": "raise"` vetoes that append.
 
     A vetoed event passed every check and was planned; the implementation must drop the plan
-    with it (SESSION-APPEND-COMMIT.2). The protocol has no validators, so a testee replaying a
-    trace accepts such an append; the explorer's own replay does not.
+    with it (SESSION-APPEND-COMMIT.2).
     """
-    if isinstance(candidate.data, dict) and candidate.data.get("veto") is True:
-        raise RuntimeError("vetoed by the explorer")
+    if _ARMED.veto:
+        raise RuntimeError("vetoed by the x-validator hook")
+
+
+class NestedAppend:
+    """The postcommit observer of every implementation session: `"x-observer": "reentrant"` makes it try one nested append.
+
+    SESSION-APPEND-COMMIT.4: an append made from inside another must be rejected, whatever the
+    state; the explorer checks what this observer saw after every accepted append. It is shared,
+    not copied, when a session is copied.
+    """
+
+    def __init__(self) -> None:
+        self.outcomes: list[Outcome] = []
+
+    def __call__(self, session: Any, event: Event) -> None:
+        if _ARMED.reenter:
+            self.outcomes.append(append(session, NESTED))  # NESTED carries no hook: it cannot nest again
 
 
 def create(factory: Callable[..., Any], seed: Json, observers: Sequence[Callable[[Any, Event], object]] = ()) -> Any:
     return factory(SESSION_ID, seed=seed, header=None, clock=constant_clock, validators=[veto], observers=observers)
 
 
-def append(session: Any, request: Request) -> Outcome:
+class Call(NamedTuple):
+    """An append request made ready to run: its body (the request without its x-hooks) and the hooks it arms."""
+
+    body: Request
+    veto: bool
+    reenter: bool
+
+
+def prepare(request: Request) -> Call:
+    return Call({key: value for key, value in request.items() if not key.startswith("x-")},
+                request.get("x-validator") == "raise", request.get("x-observer") == "reentrant")
+
+
+def _hooked(call: Callable[[Request], object], prepared: Call) -> Outcome:
+    """`call(prepared.body)` with the request's hooks armed while it runs, as an outcome."""
+    armed = _ARMED.veto, _ARMED.reenter
+    _ARMED.veto, _ARMED.reenter = prepared.veto, prepared.reenter
     try:
-        session.append_request(request)
+        call(prepared.body)
     except SpecViolation as violation:
         return Outcome(False, violation.rule)
     except Exception as error:
         return Outcome(False, crash=repr(error))
+    finally:
+        _ARMED.veto, _ARMED.reenter = armed
     return Outcome(True)
+
+
+def append(session: Any, request: Request | Call) -> Outcome:
+    """One append request on any implementation, its x-hooks honoured (`request` may be `prepare`d already)."""
+    return _hooked(session.append_request, request if isinstance(request, Call) else prepare(request))
 
 
 def model_append(reference: model.Session, request: Request) -> Outcome:
@@ -69,37 +121,10 @@ def model_append(reference: model.Session, request: Request) -> Outcome:
     the oracle, and its contracts (a refold and two projections per append) were a third of the
     model's cost per append.
     """
-    try:
-        reference._append(*append_request_parts(request))
-    except SpecViolation as violation:
-        return Outcome(False, violation.rule)
-    except Exception as error:
-        return Outcome(False, crash=repr(error))
-    return Outcome(True)
+    return _hooked(lambda body: reference._append(*append_request_parts(body)), prepare(request))
 
 
-class NestedAppend:
-    """A postcommit observer on every session of the implementation: it tries one nested append.
-
-    SESSION-APPEND-COMMIT.4: an append made from inside another must be rejected, whatever the
-    state; the explorer checks what this observer saw after every accepted append. It is shared,
-    not copied, when a session is copied.
-    """
-
-    def __init__(self) -> None:
-        self.request: Request = {"op": "append", "type": "turn/start", "data": {"turn": 1}}
-        self.outcomes: list[Outcome] = []
-        self.armed = True
-
-    def __call__(self, session: Any, event: Event) -> None:
-        if not self.armed:
-            return
-        self.armed = False
-        try:
-            self.outcomes.append(append(session, self.request))
-        finally:
-            self.armed = True
-
+# --- copies ------------------------------------------------------------------------------------
 
 _SHARED = (Event, FrozenDict, FrozenList, NestedAppend, types.FunctionType, types.BuiltinFunctionType)
 
