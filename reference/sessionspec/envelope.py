@@ -116,7 +116,8 @@ class Event(_Immutable):
         setter(self, "ignorable", ignorable)
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.type, self.seq, self.time, self.data, self.surface_op, self.source_event_seqs, self.ignorable)
+        """Everything but `data`, which `json_equal` compares without recursion (SESSION-LOSSLESS-JSON.7)."""
+        return (self.type, self.seq, self.time, self.surface_op, self.source_event_seqs, self.ignorable)
 
     def __eq__(self, other: object) -> bool:
         """Equal envelopes with JSON-equal data: `true` in one log and `1` in another are different facts."""

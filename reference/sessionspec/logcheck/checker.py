@@ -73,7 +73,7 @@ class Finding:
 
 
 def _resolved(data: Any) -> Any:
-    """A current node's data, read from its stored line where the surveyor surveyed it (see sources.StoredLine)."""
+    """A current node's data, read from its stored line where the surveyor surveyed it (see blocks.StoredLine)."""
     return data.data() if type(data) is StoredLine else data
 
 

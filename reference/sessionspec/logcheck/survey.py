@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from sessionspec.catalog import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER
-from sessionspec.storage.chunkrows import ROW_TAGS
+from sessionspec.storage.chunkrows import MAX_MEMBERS, ROW_TAGS
 
 _INT: Final = frozenset({int})
 _LOW: Final = -MAX_SAFE_INTEGER
@@ -63,7 +63,7 @@ def lean_row(row: Any, kind: str, seq0: int) -> int:
                 return 0
             texts = data["texts"]
         gaps = data["dt"]
-        if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts)
+        if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts) or len(texts) > MAX_MEMBERS
                 or type(data["turn"]) is not int or type(data["step"]) is not int or type(data["index"]) is not int
                 or not set(map(type, gaps)) <= _INT
                 or abs(time0) + sum(map(abs, gaps)) > MAX_SAFE_INTEGER or seq0 + len(texts) > MAX_SAFE_INTEGER):

@@ -76,6 +76,32 @@ def _turn_end_reason(reason: Json, seq: int) -> Json | None:
     return None
 
 
+def may_upgrade(kind: object, data: object) -> bool:
+    """Whether `upgrade` could change or refuse an event of this type and data: cheap, and never wrong when False.
+
+    For a reader that builds no Event for a current record (`sessionspec show`): only what this
+    admits needs `upgrade` itself.
+    """
+    if type(data) is not dict:
+        return False
+    if kind == "turn/start":
+        return "trigger" in data
+    if kind == "turn/end":
+        if "reason" not in data:
+            return False
+        reason = data["reason"]
+        if type(reason) is not dict or type(reason.get("kind")) is not str:
+            return True
+        reason_kind = reason["kind"]
+        return ((reason_kind in _SIMPLE_REASONS and len(reason) != 1) or (reason_kind == "aborted" and "reason" not in reason)
+                or reason_kind == "disposed" or (reason_kind == "error" and "error" not in reason))
+    if kind == "steering/message":
+        return True
+    if kind == "user/message":
+        return "id" not in data
+    return kind in ("assistant/message", "tool/result") and "message" not in data
+
+
 def upgrade(event: Event, session_id: str, message_ids: Mapping[int, str]) -> tuple[Event, str, str] | None:
     """The upgraded event, its rule and a summary, or None when `event` is current.
 
@@ -176,4 +202,4 @@ class Upgrader:
         return event
 
 
-__all__ = ["LegacyUpgrade", "Upgrader", "legacy_id", "upgrade"]
+__all__ = ["LegacyUpgrade", "Upgrader", "legacy_id", "may_upgrade", "upgrade"]
