@@ -190,15 +190,21 @@ def test_itf_export_has_the_itf_shape() -> None:
     assert document["states"][-2]["implOutcome"] == "accepted"
 
 
-def test_write_trace_writes_the_one_trace_format_replay_runs(tmp_path: Path) -> None:
-    violation = explore(3, "planted:provenance-unchecked").violations[0]
-    path = tmp_path / "trace.json"
-    write_trace(path, violation, "planted:provenance-unchecked")
+def test_a_violations_trace_is_the_one_format_and_replays_as_a_divergence(tmp_path: Path) -> None:
+    """Written by `conformance.trace.write_trace`, run by `sessionspec replay` in process and against a testee."""
+    name = "planted:provenance-unchecked"
+    violation = explore(3, name).violations[0]
+    path = write_trace(violation, name, tmp_path)
     trace = read_trace(path)
-    assert trace.source == "explore" and trace.implementation == "planted:provenance-unchecked"
-    assert trace.requests == violation.requests
+    assert path.parent == tmp_path and trace.source == "explore" and trace.implementation == name
+    assert trace.requests == violation.requests and trace.notes["invariant"] == violation.invariant
     code, text = _run_cli("replay", str(path))
     assert code == 1 and "DIFFERENCE" in text.upper(), text
+    code, text = _run_cli("replay", str(path), "--impl", "live")
+    assert code == 0 and "DIFFERENCE" not in text.upper(), text
+    serve = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl", name]
+    code, text = _run_cli("replay", str(path), "--", *serve)
+    assert code == 1 and "divergence" in text.lower(), text
 
 
 def test_states_are_deduplicated() -> None:
@@ -383,12 +389,28 @@ def test_explore_command_json_itf_and_trace(tmp_path: Path) -> None:
     report = json.loads(text)
     assert code == 0 and {"depth", "distinct_states", "transitions", "violations", "seconds", "wall_seconds",
                           "jobs"} <= set(report)
-    itf, trace = tmp_path / "trace.itf.json", tmp_path / "trace.json"
+    itf = tmp_path / "trace.itf.json"
     code, text = _run_cli("explore", "--depth", "3", "--impl", "planted:off-by-one-splice", "--itf", str(itf),
-                          "--trace", str(trace))
+                          "--traces", str(tmp_path))
     assert code == 1 and "VIOLATION impl-matches-model" in text and '{"op": "create"' in text
     assert json.loads(itf.read_text())["#meta"]["format"] == "ITF"
-    assert json.loads(trace.read_text())["requests"][-1] == {"op": "snapshot"}
+    written = text.split("replay: sessionspec replay ")[-1].strip()
+    assert Path(written).parent == tmp_path and read_trace(written).requests[-1] == {"op": "snapshot"}
+
+
+@pytest.mark.parametrize("depth", ["-1", "x"])
+def test_explore_refuses_a_depth_that_is_not_a_count(depth: str) -> None:
+    with contextlib.redirect_stderr(io.StringIO()) as err, pytest.raises(SystemExit) as exit:
+        cli.main(["explore", "--depth", depth])
+    assert exit.value.code == 2 and "--depth" in err.getvalue()
+
+
+def test_explore_help_says_what_it_explores() -> None:
+    with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit) as exit:
+        cli.main(["explore", "--help"])
+    assert exit.value.code == 0
+    for words in ("breadth first", "distinct state", "sessionspec replay", "--depth", "proofs/README.md"):
+        assert words in out.getvalue(), words
 
 
 # --- prove --------------------------------------------------------------------------------------

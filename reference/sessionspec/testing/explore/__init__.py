@@ -37,7 +37,7 @@ from sessionspec.testing.explore.alphabet import (
     tool_result,
     user_message,
 )
-from sessionspec.testing.explore.export import to_itf, write_trace
+from sessionspec.testing.explore.export import to_itf, to_trace, write_trace
 from sessionspec.testing.explore.invariants import INVARIANTS, check_state
 from sessionspec.testing.explore.observation import View, events_bytes, observe, state_key
 from sessionspec.testing.explore.oracle import Oracle, Reference
@@ -59,6 +59,6 @@ __all__ = [
     "ALPHABETS", "INVARIANTS", "NESTED_REJECTED", "SESSION_ID", "SPLIT_AT", "Explorer", "Frontier", "NestedAppend",
     "Oracle", "Outcome", "Reference", "Report", "Request", "StateTable", "Step", "View", "Violation", "append",
     "append_request", "assistant_message", "check_state", "clone", "create", "default_alphabet", "events_bytes",
-    "explore", "freeze", "letter_key", "letters", "log_letters", "observe", "state_key", "steps", "surface_letters", "thaw_frozen", "to_itf", "tool_result",
+    "explore", "freeze", "letter_key", "letters", "log_letters", "observe", "state_key", "steps", "surface_letters", "thaw_frozen", "to_itf", "to_trace", "tool_result",
     "user_message", "veto", "write_trace",
 ]

@@ -1,8 +1,9 @@
 """A violation's requests leave the explorer two ways: as a trace file, and in the Informal Trace Format.
 
-`write_trace` is the one place the explorer writes a trace file: the one trace format
-(`sessionspec.conformance.trace`), which `sessionspec replay FILE` runs through the one executor
-against the model (or `-- TESTEE` against any testee offering x-hooks). `to_itf` writes the same
+`write_trace` writes a violation's trace with `conformance.trace.write_trace`, as `conform` and the
+machine write theirs: the one trace format, under a content-addressed name, which `sessionspec
+replay FILE` runs through the one executor against the model (or `-- TESTEE` against any testee
+offering x-hooks). `to_itf` writes the same
 requests as ITF (https://apalache-mc.org/docs/adr/015adr-trace.html) for TLA+ and Quint tooling.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec import model
-from sessionspec.conformance.trace import Trace, render
+from sessionspec.conformance import trace as traces
 from sessionspec.jsonvalue import Json, thaw
 from sessionspec.testing import implementations as impls
 from sessionspec.testing.explore.alphabet import Request
@@ -20,12 +21,16 @@ from sessionspec.testing.explore.report import Violation
 from sessionspec.testing.explore.sessions import NestedAppend, append, create
 
 
-def write_trace(path: str | Path, violation: Violation, impl: str) -> None:
-    """Write the requests that reproduce `violation`, found against `impl`, as a trace file `sessionspec replay` reads."""
-    trace = Trace(list(violation.requests), source="explore", id=f"explore-{impl}-{violation.invariant}",
-                  implementation=impl, notes={"invariant": violation.invariant, "why": violation.message,
-                                              "depth": violation.depth, "steps": violation.labels})
-    Path(path).write_text(render(trace), encoding="ascii")
+def to_trace(violation: Violation, impl: str) -> traces.Trace:
+    """The requests that reproduce `violation`, found against `impl`, as a trace of the one format."""
+    return traces.Trace(list(violation.requests), source="explore", id=f"explore-{impl}-{violation.invariant}",
+                        implementation=impl, notes={"invariant": violation.invariant, "why": violation.message,
+                                                    "depth": violation.depth, "steps": violation.labels})
+
+
+def write_trace(violation: Violation, impl: str, directory: Path | None = None) -> Path:
+    """Write `violation`'s trace in `directory` (default: $SESSIONSPEC_TRACE_DIR or the temp dir); its path."""
+    return traces.write_trace(to_trace(violation, impl), directory)
 
 
 def _itf_value(value: Json) -> Json:
