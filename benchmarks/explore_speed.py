@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -32,12 +33,15 @@ def run_depth(depth: int, args: argparse.Namespace, timeout: float | None) -> di
     before = os.getloadavg()[0]
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        # The explorer's progress rows (stderr) pass through: a long run shows how far it has got.
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return None
     report: dict[str, Any] = json.loads(done.stdout)
     report["elapsed"] = time.perf_counter() - started
     report["load"] = (before, os.getloadavg()[0])
+    # The largest resident set of any process this script has waited for (the explorer or a worker): an upper bound.
+    report["peak_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return report
 
 
@@ -45,11 +49,11 @@ def row(report: dict[str, Any]) -> str:
     return (f"| {report['depth']} | {report['alphabet']} | {report['distinct_states']:,} | {report['transitions']:,} | "
             f"{report['jobs']} | {report['wall_seconds']:.1f} | {report['seconds']:.1f} | "
             f"{report['states_per_second']:,.0f} | {report['states_per_cpu_second']:,.0f} | "
-            f"{report['load'][0]:.1f} / {report['load'][1]:.1f} | {len(report['violations'])} |")
+            f"{report['load'][0]:.1f} / {report['load'][1]:.1f} | {report['peak_mb']:.0f} | {len(report['violations'])} |")
 
 
 HEADER = ("| depth | alphabet | distinct states | transitions | processes | wall s | CPU s | states/s (wall) "
-          "| states/CPU s | load before / after | violations |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+          "| states/CPU s | load before / after | peak MB | violations |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
 
 
 def main() -> int:

@@ -85,10 +85,9 @@ def _progress(row: dict[str, Json]) -> None:
 def run(args: argparse.Namespace) -> int:
     alphabet = args.alphabet or default_alphabet(args.depth)
     jobs = args.jobs if args.jobs is not None else min(4, _usable_cpus())
-    if not args.json:
-        print(f"  {alphabet} alphabet, {jobs} process{'es' if jobs > 1 else ''}", file=sys.stderr, flush=True)
+    print(f"  {alphabet} alphabet, {jobs} process{'es' if jobs > 1 else ''}", file=sys.stderr, flush=True)
     try:
-        report = explore(args.depth, args.impl, alphabet=alphabet, jobs=jobs, progress=None if args.json else _progress)
+        report = explore(args.depth, args.impl, alphabet=alphabet, jobs=jobs, progress=_progress)
     except (KeyError, ImportError) as error:
         print(f"sessionspec explore: implementation {args.impl!r} is not available: {error}", file=sys.stderr)
         return 2
