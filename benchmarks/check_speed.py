@@ -32,7 +32,7 @@ import orjson
 from sessionspec.logcheck import blocks
 from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck import workers as surveyor
-from sessionspec.logcheck.checker import check_path
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.storage.jsonl import JsonlWriter
 
 WORKLOAD = Path("/work/shared/bench/workload.py")

@@ -21,6 +21,7 @@ import random
 import shutil
 import sqlite3
 import traceback
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -393,6 +394,17 @@ EXPECTED_EXIT = {
     "repair": {"clean": 0, "repairable": 0, "refused": 1, "unreadable": 2},
 }
 """The exit code each tool owes for what the gate says: a torn tail is a finding (1); closers alone are not (0)."""
+
+
+
+def oracle_peak(path: Path) -> tuple[Verdict, int]:
+    """The oracle's verdict and the peak of Python memory it took to reach it (tracemalloc), for the bounds."""
+    tracemalloc.start()
+    try:
+        verdict = oracle(path)
+        return verdict, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def copy(path: Path, directory: Path) -> Path:

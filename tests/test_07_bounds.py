@@ -12,13 +12,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import zstandard
-from hostile import HEADER, agent_log, clean_log, frame, lines_of, oracle, run_cli, write_jsonl, write_zstd
+from hostile import HEADER, agent_log, clean_log, frame, lines_of, oracle, oracle_peak, run_cli, write_jsonl, write_zstd
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
 from sessionspec.storage import chunkrows, durable, losslessparse, zstdlog
@@ -85,12 +84,7 @@ def test_a_packed_row_of_more_than_65536_members_is_refused_before_expanding(tmp
     tail = [lines_of(batches[0]), [members_row(seq, 70_000)]]
     for fmt, write in (("jsonl", write_jsonl), ("jsonl.zstd", write_zstd)):
         path = write(tmp_path / f"row.{fmt}", tail)
-        tracemalloc.start()
-        try:
-            verdict = oracle(path)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        verdict, peak = oracle_peak(path)
         assert verdict.state == "repairable" and verdict.torn and peak < 64 << 20
         checked = run_cli("check", str(path))
         assert checked.code == 1 and "SESSION-CHUNK-ROWS.8" in checked.out, checked

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile import RULE, agent_log, clean_log, damaged_pages, oracle, run_cli, write_sqlite
+from hostile import RULE, agent_log, clean_log, damaged_pages, oracle, oracle_peak, run_cli, write_sqlite
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
 from sessionspec.storage import sqlite as backend
@@ -143,12 +142,7 @@ def test_a_small_blob_that_decodes_to_a_gib_is_refused_in_bounded_memory(tmp_pat
     bomb = rle_frame(0x20, 1 << 30)
     assert len(bomb) < 40_000
     execute(path, ("UPDATE events SET data = ? WHERE seq = 3", (bomb,)))
-    tracemalloc.start()
-    try:
-        verdict = oracle(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    verdict, peak = oracle_peak(path)
     assert verdict.state == "refused" and verdict.rule == "SESSION-STORAGE-RECORD.1"
     assert peak < 200 << 20
     ran = run_cli("check", str(path))

@@ -221,9 +221,6 @@ LEGACY = {
 }
 
 
-@pytest.mark.xfail(reason="logcheck/checker.py (another engineer's): check's fast path takes turn/start and turn/end "
-                          "with any data and applies no legacy upgrade, so it accepts a malformed legacy shape the load "
-                          "gate refuses (and refuses tests/fixtures/storage/legacy.jsonl, which loads)", strict=True)
 def test_legacy_shapes_are_judged_alike_by_check_and_load(tmp_path: Path) -> None:
     for name, (line, rule) in LEGACY.items():
         path = write_jsonl(tmp_path / f"{name}.jsonl", [[line.replace(b"SEQ", b"0")]])

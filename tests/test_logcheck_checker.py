@@ -18,7 +18,8 @@ from sessionspec.cli.demo import example_session
 from sessionspec.errors import SpecViolation
 from sessionspec.logcheck import blocks
 from sessionspec.logcheck import reader as sources
-from sessionspec.logcheck.checker import Checker, check_path, numbered
+from sessionspec.logcheck.checker import Checker, numbered
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.logcheck.reader import fast_parse
 from sessionspec.storage import jsonl
 from sessionspec.storage.chunkrows import pack
@@ -441,3 +442,12 @@ def test_a_record_beyond_the_bound_is_refused_at_its_line_as_the_reader_refuses_
         fast = fast_report(path, False)
         assert fast == reference_report(path, False) == fast_report(path, False, jobs=2)
         assert fast[0][-1] == (body.index(big) + 2, None, "SESSION-STORAGE-RECORD.1")
+
+
+def test_a_legacy_log_checks_as_it_loads_with_the_same_upgrades() -> None:
+    """SESSION-LEGACY-UPGRADE.1-.5: check applies the load gate's upgrades (and counts them) instead of refusing them."""
+    path = Path(__file__).parent / "fixtures" / "storage" / "legacy.jsonl"
+    report = check_path(str(path))
+    loaded = storage.load(path)
+    assert report.findings == [] and report.events == len(loaded.events)
+    assert report.upgrades == len(loaded.upgrades) > 0

@@ -23,7 +23,8 @@ from sessionspec.errors import SpecViolation
 from sessionspec.logcheck import blocks
 from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck import workers as surveyor
-from sessionspec.logcheck.checker import Checker, check_path
+from sessionspec.logcheck.checker import Checker
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.storage.jsonl import JsonlReader
 from sessionspec.testing.loops import Loop, agent_loops, build
 from test_logcheck_checker import apply_stored, reference_report, stored_log

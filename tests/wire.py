@@ -11,6 +11,7 @@ identity of returned objects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +44,8 @@ class LineTestee:
         return parse_answer(answer_line(self.executor, line))
 
 
+_WHERE = re.compile(r"^[A-Z0-9.-]+ \[[a-z-]+\](?: \([^)]*\))?: ")
+
 PYTHON_ONLY = frozenset({"SESSION-LOSSLESS-JSON.1", "SESSION-LOSSLESS-JSON.3", "SESSION-LOSSLESS-JSON.5",
                          "SESSION-LOSSLESS-JSON.6"})
 """Values JSON text has no way to write: a subclass, a tuple, NaN or an infinite float (text can only overflow to
@@ -69,7 +72,8 @@ def _violation(answer: Answer) -> SpecViolation:
     """
     error = answer["error"]
     rule, seq, index = AS_TEXT.get(error.get("rule"), error.get("rule")), error.get("seq"), error.get("index")
-    violation = SpecViolation(rule if isinstance(rule, str) else "unknown", Kind(error["kind"]), str(error.get("message", "")),
+    message = _WHERE.sub("", str(error.get("message", "")), count=1)  # the answer's text starts with rule and where
+    violation = SpecViolation(rule if isinstance(rule, str) else "unknown", Kind(error["kind"]), message,
                               seq=seq if isinstance(seq, int) else None, index=index if isinstance(index, int) else None)
     violation.read_as_text = error.get("rule") in AS_TEXT  # type: ignore[attr-defined]
     return violation
@@ -89,14 +93,6 @@ class WireSession(RemoteSession):
     """
 
     _seen: dict[int, Event]
-
-    def _look(self) -> Answer:
-        if self._snapshot is None:
-            answer = self._connection.request({"op": "snapshot"})
-            if not answer["ok"]:
-                raise _violation(answer)
-            self._snapshot = answer
-        return self._snapshot
 
     def _event(self, raw: Any, index: int) -> Event:
         event = parse_event(raw, index)

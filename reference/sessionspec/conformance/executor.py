@@ -37,8 +37,9 @@ from sessionspec.conformance.protocol import (
     Answer,
     error_answer,
 )
-from sessionspec.envelope import header_to_json, parse_event
+from sessionspec.envelope import parse_event
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import header_to_json
 from sessionspec.jsonvalue import is_safe_int, thaw
 from sessionspec.repair import closers
 from sessionspec.rules import check, fail

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Final
 import orjson
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.live.fastpath import implies, rule_ids
 from sessionspec.logcheck.blocks import (
     Oversized,
     StoredLine,
@@ -52,6 +53,7 @@ def _parsed(value: Json) -> Json:
     return value
 
 
+@implies(reference=parse, rules=rule_ids("SESSION-LOSSLESS-TEXT", 1, 6))
 def fast_parse(raw: bytes) -> Any:
     """The value of one line (without its newline), or _SLOW when only the lossless parser may decide."""
     try:

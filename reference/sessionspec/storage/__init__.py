@@ -2,7 +2,7 @@
 
     result = storage.load(path)                 # LoadResult: header, events, closers, torn, upgrades
     storage.save(path, header, events)          # a new log, published atomically
-    log = storage.open_log(path); log.append(batch)   # durable batches
+    log = storage.open_for_append(path); log.append(batch)   # durable batches
     storage.repair(path)                        # commit the torn-tail cut and the closers
     for line, event in storage.stream(path): ...      # bounded-memory reading for a checker
 
@@ -33,7 +33,7 @@ Reader = JsonlReader | ZstdReader | SqliteReader
 Writer = JsonlWriter | ZstdWriter | SqliteWriter
 
 __all__ = [
-    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "Unreadable", "detect", "encode_segment", "load", "open_log", "project_key",
+    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "Unreadable", "detect", "encode_segment", "load", "open_for_append", "project_key",
     "repair", "save", "session_path", "stream",
 ]
 
@@ -123,8 +123,8 @@ def _writer_for(result: LoadResult, path: Path, next_seq: int) -> Writer:
     return _writer_class(result.format)(path, next_seq)  # type: ignore[no-any-return]
 
 
-def open_log(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
-             impl: str = "model") -> Log:
+def open_for_append(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
+                    impl: str = "model") -> Log:
     """Load (through the gate) and open for appending; a log that needs repair is repaired first."""
     result = load(path, catalog=catalog, session_id=session_id, impl=impl)
     result = repair(path, catalog=catalog, session_id=session_id, impl=impl, plan=result)

@@ -16,8 +16,9 @@ from typing import Any
 
 from sessionspec import live, model
 from sessionspec.catalog import DEFAULT_CATALOG, Catalog
-from sessionspec.envelope import Event, parse_event, validate_header
+from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
 from sessionspec.repair import closers as repair_closers
 from sessionspec.rules import define

@@ -15,7 +15,7 @@ from typing import Any
 
 from sessionspec.envelope import APPEND, Event, Replace
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.jsonvalue import Json, is_safe_int, snapshot, thaw
+from sessionspec.jsonvalue import Json, is_nonempty_str, is_safe_int, snapshot, thaw
 from sessionspec.rules import define
 
 TURN_START = define("SESSION-LEGACY-UPGRADE.1", Kind.ENVELOPE,
@@ -43,10 +43,6 @@ def legacy_id(session_id: str, seq: int) -> str:
 
 def _malformed(rule: str, what: str, seq: int) -> SpecViolation:
     return SpecViolation(rule, Kind.ENVELOPE, f"malformed pre-react-loop {what} at seq {seq}", seq=seq)
-
-
-def _nonempty_str(value: object) -> bool:
-    return type(value) is str and value != ""
 
 
 _SIMPLE_REASONS = ("completed", "blocked", "max-tokens", "interrupted")
@@ -116,7 +112,7 @@ def upgrade(event: Event, session_id: str, message_ids: Mapping[int, str]) -> tu
         # .1 The trigger moved out of turn/start; only its exact old shape is understood.
         trigger = data["trigger"]
         if not (set(data) == {"turn", "trigger"} and is_safe_int(data["turn"]) and data["turn"] >= 1
-                and isinstance(trigger, dict) and _nonempty_str(trigger.get("kind"))):
+                and isinstance(trigger, dict) and is_nonempty_str(trigger.get("kind"))):
             raise _malformed(TURN_START, "turn/start", seq)
         rule, new_data, summary = TURN_START, {"turn": data["turn"]}, "turn/start trigger dropped"
     elif event.type == "turn/end" and "reason" in data:

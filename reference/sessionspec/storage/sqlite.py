@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sessionspec.envelope import HEADER_KEYS, Event
+from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import HEADER_KEYS
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, thaw
 from sessionspec.rules import define
 from sessionspec.storage import formats
