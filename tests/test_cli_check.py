@@ -94,12 +94,12 @@ def test_a_torn_tail_is_a_finding_and_repair_cuts_it(tmp_path: Path, fmt: str) -
         assert "SESSION-TORN-TAIL.1" in sessionspec("check", str(path)).stdout
     shown = sessionspec("repair", str(path))
     assert shown.returncode == 0, shown.stderr
-    assert "would append 1 closers after seq 8" in shown.stdout
+    assert "would append 1 closer after seq 8" in shown.stdout
     assert ("would cut the torn tail from line 11" in shown.stdout) == (fmt == "jsonl")
     before = path.read_bytes()
     assert sessionspec("repair", str(path)).returncode == 0 and path.read_bytes() == before  # showing writes nothing
     written = sessionspec("repair", str(path), "--write")
-    assert written.returncode == 0 and "appended 1 closers" in written.stdout
+    assert written.returncode == 0 and "appended 1 closer" in written.stdout
     assert sessionspec("check", "--strict", str(path)).returncode == 0
     again = sessionspec("repair", str(path), "--format", "json")
     assert json.loads(again.stdout)["needsRepair"] is False

@@ -22,7 +22,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "repair", help="show (and with --write commit) the torn-tail cut and closers of a crashed log",
         description="Load a stored log through the load gate and show what repair would do: cut a torn tail, and "
-                    "append the closers that end an interrupted turn. Nothing is written without --write.")
+                    "append the closers that end an interrupted turn. Nothing is written without --write, and with it "
+                    "only a repair verified on its result is written. Exit 0 when the repair was shown (or written), or "
+                    "there is nothing to repair; 1 when the log breaks a rule a repair cannot mend (`sessionspec check` "
+                    "lists them); 2 when it cannot be read or the arguments are wrong.")
     parser.add_argument("path", metavar="PATH", help="a session log: .jsonl, .jsonl.zstd or SQLite")
     parser.add_argument("--write", action="store_true", help="commit the repair durably")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
@@ -58,7 +61,8 @@ def print_plan(result: LoadResult, *, written: bool) -> None:
     if result.recovered:
         print(f"  {'rewrote' if written else 'would rewrite'} {result.recovered} events recovered from a torn final frame")
     verb = "appended" if written else "would append"
-    print(f"{result.path}: {verb} {len(result.closers)} closers after seq {len(result.events) - 1}:")
+    closers = len(result.closers)
+    print(f"{result.path}: {verb} {closers} closer{'s' if closers != 1 else ''} after seq {len(result.events) - 1}:")
     for closer in result.closers:
         message: Any = closer.data.get("message") if isinstance(closer.data, dict) else None
         text = summary(message, 60) if message is not None else json.dumps(closer.to_json()["data"])
