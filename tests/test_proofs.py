@@ -17,8 +17,12 @@ from typing import Any
 import icontract
 import pytest
 from sessionspec import cli, model
+from sessionspec.conformance.compare import differences
+from sessionspec.conformance.executor import Executor
+from sessionspec.conformance.trace import read_trace
 from sessionspec.jsonvalue import FrozenList
 from sessionspec.live import Session as LiveSession
+from sessionspec.live.surface import DerivedMessages
 from sessionspec.surface import Surface
 from sessionspec.testing import crosshair as proving
 from sessionspec.testing import implementations as impls
@@ -26,14 +30,20 @@ from sessionspec.testing.explore import (
     ALPHABETS,
     Explorer,
     NestedAppend,
+    Report,
+    Step,
     append,
     clone,
     create,
     default_alphabet,
     explore,
+    letter_key,
+    log_letters,
     observe,
     steps,
+    surface_letters,
     to_itf,
+    write_trace,
 )
 
 with contextlib.suppress(ImportError):
@@ -92,6 +102,8 @@ def test_reference_and_incremental_agree(ops: list[int]) -> None:
 
 # --- the explorer -------------------------------------------------------------------------------
 
+PLANTED = sorted(name for name in impls.names() if name.startswith("planted:")) or ["planted:stale-derived-cache"]
+
 
 def test_live_has_no_violation_within_depth_3() -> None:
     report = explore(3, "live")
@@ -103,22 +115,21 @@ def test_explorer_agrees_with_itself_on_the_model() -> None:
     assert explore(2, "model").violations == []
 
 
-@pytest.mark.parametrize("name", sorted(name for name in impls.names() if name.startswith("planted:"))
-                         or ["planted:stale-derived-cache"])
+@pytest.mark.parametrize("name", PLANTED)
 def test_every_planted_bug_is_found_within_depth_5(name: str) -> None:
     report = explore(5, name)
     assert report.violations, f"{name} survived exploration to depth 5"
     assert report.violations[0].depth <= 5
 
 
-def _replay(factory: Any, trace: list[dict[str, Any]]) -> tuple[Any, list[bool]]:
+def _replay(factory: Any, requests: list[dict[str, Any]]) -> tuple[Any, list[bool]]:
     session: Any = None
     accepted = []
-    for request in trace:
+    for request in requests:
         if request["op"] == "create":
-            session = create(factory, request["seed"])
+            session = create(factory, request["seed"], [NestedAppend()])
             accepted.append(True)
-        else:
+        elif request["op"] == "append":
             accepted.append(append(session, request).accepted)
     return session, accepted
 
@@ -128,11 +139,33 @@ def test_a_violation_is_a_shortest_replayable_trace() -> None:
     assert violation.depth == 2
     # The rejected steps the sessions went through on the way are in the trace (they must change nothing).
     assert violation.labels[0] == "append user/message" and violation.labels[-1] == "replace 0..0"
-    assert violation.trace[0] == {"op": "create", "id": "explore", "seed": None, "header": None}
-    reference, accepted = _replay(model.Session.create, violation.trace)
-    actual, _ = _replay(impls.factory("planted:off-by-one-splice"), violation.trace)
+    assert violation.requests[0] == {"op": "create", "id": "explore", "seed": None, "header": None}
+    assert violation.requests[-1] == {"op": "snapshot"}
+    assert any(request.get("x-validator") == "raise" for request in violation.requests), "the vetoed steps are hooks"
+    reference, accepted = _replay(model.Session.create, violation.requests)
+    actual, _ = _replay(impls.factory("planted:off-by-one-splice"), violation.requests)
     assert accepted[1] and accepted[-1]
     assert list(reference.surface.nodes) != list(actual.surface.nodes)
+
+
+def _protocol_differences(name: str, requests: list[dict[str, Any]]) -> list[str]:
+    """What a testee over `name` answers differently from the reference, request by request, through the protocol."""
+    reference, testee = Executor(impls.factory("model"), "model"), Executor(impls.factory(name), name)
+    found = []
+    for request in requests:
+        found += differences(request["op"], reference.run(request), testee.run(request))
+    return found
+
+
+@pytest.mark.parametrize("name", [name for name in PLANTED if name != "planted:mutable-messages"])
+def test_every_planted_bugs_requests_replay_as_a_divergence_through_the_protocol(name: str) -> None:
+    """The requests are the protocol's, hooks included: a testee replaying them shows the bug (spec/10's x-hooks).
+
+    `mutable-messages` is out of any protocol's reach (spec/10-conformance.md, "Reach").
+    """
+    violation = explore(5, name).violations[0]
+    assert _protocol_differences(name, violation.requests), f"{violation.invariant}: {violation.labels}"
+    assert not _protocol_differences("live", violation.requests)
 
 
 def _no_nulls(value: Any) -> bool:
@@ -148,13 +181,30 @@ def test_itf_export_has_the_itf_shape() -> None:
     document = json.loads(json.dumps(to_itf(violation, "planted:provenance-unchecked")))
     assert set(document) == {"#meta", "vars", "states"}
     assert document["#meta"]["format"] == "ITF"
-    assert len(document["states"]) == len(violation.trace)
+    assert len(document["states"]) == len(violation.requests)
     for index, state in enumerate(document["states"]):
         assert state["#meta"] == {"index": index}
         assert set(state) == {"#meta", *document["vars"]}
     assert _no_nulls(document["states"]), "ITF has no null: null and floats are written as #unserializable"
-    assert document["states"][-1]["modelOutcome"].startswith("rejected (SESSION-SURFACE-PROVENANCE.6)")
-    assert document["states"][-1]["implOutcome"] == "accepted"
+    assert document["states"][-2]["modelOutcome"].startswith("rejected (SESSION-SURFACE-PROVENANCE.6)")
+    assert document["states"][-2]["implOutcome"] == "accepted"
+
+
+def test_a_violations_trace_is_the_one_format_and_replays_as_a_divergence(tmp_path: Path) -> None:
+    """Written by `conformance.trace.write_trace`, run by `sessionspec replay` in process and against a testee."""
+    name = "planted:provenance-unchecked"
+    violation = explore(3, name).violations[0]
+    path = write_trace(violation, name, tmp_path)
+    trace = read_trace(path)
+    assert path.parent == tmp_path and trace.source == "explore" and trace.implementation == name
+    assert trace.requests == violation.requests and trace.notes["invariant"] == violation.invariant
+    code, text = _run_cli("replay", str(path))
+    assert code == 1 and "DIFFERENCE" in text.upper(), text
+    code, text = _run_cli("replay", str(path), "--impl", "live")
+    assert code == 0 and "DIFFERENCE" not in text.upper(), text
+    serve = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl", name]
+    code, text = _run_cli("replay", str(path), "--", *serve)
+    assert code == 1 and "divergence" in text.lower(), text
 
 
 def test_states_are_deduplicated() -> None:
@@ -164,8 +214,53 @@ def test_states_are_deduplicated() -> None:
     assert report.transitions > report.distinct_states - 1  # rejected and repeated transitions lead nowhere new
 
 
-@pytest.mark.parametrize("name", sorted(name for name in impls.names() if name.startswith("planted:"))
-                         or ["planted:stale-derived-cache"])
+def _counts(report: Report) -> list[tuple[Any, ...]]:
+    return [(row["depth"], row["new_states"], row["transitions"]) for row in report.levels]
+
+
+def _remembered_answers_are_the_models(depth: int, verified: int) -> None:
+    explorer = Explorer("live", verify_oracle=True)
+    report = explorer.run(depth)  # an AssertionError if a remembered answer differs
+    assert report.violations == [] and explorer.oracle.verified > verified
+    remembering = Explorer("live")
+    assert _counts(remembering.run(depth)) == _counts(report) and remembering.oracle.hits > remembering.oracle.runs
+
+
+def test_remembered_model_answers_are_the_models() -> None:
+    """Every remembered answer of the oracle, checked against the model run afresh, to depth 3 (proofs/README.md)."""
+    _remembered_answers_are_the_models(3, 100)
+
+
+@pytest.mark.nightly
+def test_remembered_model_answers_are_the_models_to_depth_5() -> None:
+    _remembered_answers_are_the_models(5, 10_000)
+
+
+class _ForgetsAMessageFromSeqFive(LiveSession):
+    """Derived messages that lose their first entry once the log holds five events: a bug below the split depth (3)."""
+
+    def derive_messages(self) -> FrozenList:
+        messages = super().derive_messages()
+        return FrozenList(messages[1:]) if self.seq > 4 else messages
+
+
+def _deep_bug(jobs: int) -> Report:
+    explorer = Explorer("live")
+    explorer.factory = _ForgetsAMessageFromSeqFive.create
+    return explorer.run(5, jobs=jobs)
+
+
+def test_subtrees_on_two_processes_find_what_one_process_finds() -> None:
+    """The counts and the first violation do not depend on the number of processes (the split does not)."""
+    one, two = explore(4, "live", jobs=1), explore(4, "live", jobs=2)
+    assert _counts(one) == _counts(two) and len(one.levels) == 4 and two.jobs == 2
+    first, second = _deep_bug(1).violations, _deep_bug(2).violations
+    assert first and first[0].depth > 3, "the bug must lie below the split for this test to mean anything"
+    assert [(v.invariant, v.depth, v.labels, v.requests) for v in first] == [
+        (v.invariant, v.depth, v.labels, v.requests) for v in second]
+
+
+@pytest.mark.parametrize("name", PLANTED)
 def test_the_compact_alphabet_finds_every_planted_bug_within_depth_5(name: str) -> None:
     report = explore(5, name, alphabet="compact")
     assert report.alphabet == "compact" and report.violations, f"{name} survived the compact alphabet to depth 5"
@@ -190,21 +285,51 @@ def test_the_compact_alphabet_is_a_subset_of_the_full_one() -> None:
     assert frontier and set(ALPHABETS) == {"full", "compact"}
 
 
-def test_depth_7_defaults_to_the_compact_alphabet() -> None:
-    assert default_alphabet(5) == default_alphabet(6) == "full"
-    assert default_alphabet(7) == "compact"
+@pytest.mark.parametrize("alphabet", ALPHABETS)
+def test_letters_are_a_function_of_their_key(alphabet: str) -> None:
+    """The explorer keeps the letters but reseed and repair by `letter_key`: states with one key offer the same ones."""
+    seen: dict[tuple[object, ...], list[Step]] = {}
+    frontier: list[list[dict[str, Any]]] = [[]]
+    for _ in range(4):
+        next_frontier = []
+        for path in frontier:
+            session = create(model.Session.create, None)
+            if not all(append(session, request).accepted for request in path):
+                continue  # a rejected replace (start after end): not a state
+            events, nodes = session.events, session.surface.nodes
+            offered = list(surface_letters(events, nodes, alphabet))
+            assert seen.setdefault(letter_key(events, nodes, alphabet), offered) == offered
+            assert [*offered, *log_letters(events)] == list(steps(session, alphabet))
+            next_frontier.extend([*path, *step.requests] for step in offered if "vetoed" not in step.label
+                                 and "incomplete" not in step.label and "forged" not in step.label)
+        frontier = next_frontier
+    assert len(seen) > 15
+
+
+def test_depth_7_defaults_to_the_full_alphabet() -> None:
+    assert default_alphabet(5) == default_alphabet(7) == "full"
+    assert default_alphabet(8) == "compact"
     assert explore(1, "live").alphabet == "full"
     with pytest.raises(KeyError):
         Explorer("live", "tiny")
 
 
+def test_hooks_are_armed_for_their_one_append() -> None:
+    """`x-validator: raise` vetoes that append only; `x-observer: reentrant` makes that append's observer reenter."""
+    probe = NestedAppend()
+    session = create(impls.factory("live"), None, [probe])
+    turn = {"op": "append", "type": "turn/start", "data": {"turn": 1}}
+    assert append(session, {**turn, "x-validator": "raise"}).rule == "SESSION-APPEND-COMMIT.2"
+    assert append(session, turn).accepted and probe.outcomes == []
+    assert append(session, {**turn, "x-observer": "reentrant"}).accepted
+    assert [outcome.rule for outcome in probe.outcomes] == ["SESSION-APPEND-COMMIT.4"]
+    assert session.seq == 2
+
+
 def test_the_nested_append_probe_catches_a_missing_reentrancy_guard() -> None:
     violation = explore(3, "planted:no-reentrancy-guard").violations[0]
     assert violation.invariant == "nested-append-rejected" and violation.depth == 1
-    probe = NestedAppend()
-    session = create(impls.factory("live"), None, [probe])
-    assert append(session, {"op": "append", "type": "turn/start", "data": {"turn": 1}}).accepted
-    assert [outcome.rule for outcome in probe.outcomes] == ["SESSION-APPEND-COMMIT.4"]
+    assert violation.requests[1]["x-observer"] == "reentrant"
 
 
 def test_a_clone_is_an_independent_copy() -> None:
@@ -236,6 +361,31 @@ def test_reseeding_checks_the_rebuilt_surface() -> None:
     assert violation.depth == 2
 
 
+class _ProjectsOnlyTheNewestNode(DerivedMessages):
+    """A derived cache that, on a read, projects only the newest of the nodes appended since the last read."""
+
+    def messages(self) -> FrozenList:
+        if self._generation == self._surface.generation and self._count < len(self._surface.nodes) - 1:
+            self._count = len(self._surface.nodes) - 1  # the bug: the unread nodes before the newest are skipped
+        return super().messages()
+
+
+class _SkipsUnreadNodes(LiveSession):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._derived = _ProjectsOnlyTheNewestNode(self._log, self._surface)
+
+
+def test_a_copy_starts_as_the_step_left_it_so_appends_between_reads_are_explored() -> None:
+    """States are copied before their views are read: a cache that is right only if every append is read is caught."""
+    explorer = Explorer("live")
+    explorer.factory = _SkipsUnreadNodes.create
+    violation = explorer.run(3).violations[0]
+    assert violation.invariant == "impl-matches-model" and violation.depth == 2
+    assert violation.labels == ["append user/message", "append user/message"]
+    assert [request["op"] for request in violation.requests] == ["create", "append", "append", "snapshot"]
+
+
 def _run_cli(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
@@ -243,14 +393,33 @@ def _run_cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def test_explore_command_json_and_itf(tmp_path: Path) -> None:
-    code, text = _run_cli("explore", "--depth", "2", "--impl", "live", "--json")
+def test_explore_command_json_itf_and_trace(tmp_path: Path) -> None:
+    code, text = _run_cli("explore", "--depth", "2", "--impl", "live", "--json", "--jobs", "1")
     report = json.loads(text)
-    assert code == 0 and {"depth", "distinct_states", "transitions", "violations", "seconds"} <= set(report)
+    assert code == 0 and {"depth", "distinct_states", "transitions", "violations", "seconds", "wall_seconds",
+                          "jobs"} <= set(report)
     itf = tmp_path / "trace.itf.json"
-    code, text = _run_cli("explore", "--depth", "3", "--impl", "planted:off-by-one-splice", "--itf", str(itf))
+    code, text = _run_cli("explore", "--depth", "3", "--impl", "planted:off-by-one-splice", "--itf", str(itf),
+                          "--traces", str(tmp_path))
     assert code == 1 and "VIOLATION impl-matches-model" in text and '{"op": "create"' in text
     assert json.loads(itf.read_text())["#meta"]["format"] == "ITF"
+    written = text.split("replay: sessionspec replay ")[-1].strip()
+    assert Path(written).parent == tmp_path and read_trace(written).requests[-1] == {"op": "snapshot"}
+
+
+@pytest.mark.parametrize("depth", ["-1", "x"])
+def test_explore_refuses_a_depth_that_is_not_a_count(depth: str) -> None:
+    with contextlib.redirect_stderr(io.StringIO()) as err, pytest.raises(SystemExit) as exit:
+        cli.main(["explore", "--depth", depth])
+    assert exit.value.code == 2 and "--depth" in err.getvalue()
+
+
+def test_explore_help_says_what_it_explores() -> None:
+    with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit) as exit:
+        cli.main(["explore", "--help"])
+    assert exit.value.code == 0
+    for words in ("breadth first", "distinct state", "sessionspec replay", "--depth", "proofs/README.md"):
+        assert words in out.getvalue(), words
 
 
 # --- prove --------------------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""What the explorer observes of a session: its views as canonical bytes, and a state's digest."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import orjson
+
+from sessionspec.envelope import Event, Replace
+
+
+class View(NamedTuple):
+    """Everything the protocol's `snapshot` reads of a session (and the next seq), as canonical JSON bytes per view."""
+
+    events: bytes
+    nodes: tuple[int, ...]
+    replace_generation: int
+    messages: bytes
+    transcript: tuple[int, ...]
+    first_live_seq: int
+    seq: int
+    header: bytes
+    request_header: bytes
+    request_context: bytes
+
+
+def canonical(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, no spaces. orjson reads frozen containers as they are (no thaw)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def envelope_json(event: Any) -> Any:
+    """`Event.to_json()` without copying the frozen data: the same bytes once canonicalised."""
+    if type(event) is not Event:
+        return event.to_json()
+    out: dict[str, Any] = {"type": event.type, "seq": event.seq, "time": event.time, "data": event.data}
+    if event.source_event_seqs is not None:
+        out["sourceEventSeqs"] = event.source_event_seqs
+    op = event.surface_op
+    if op is not None:
+        out["surfaceOp"] = op.to_json() if isinstance(op, Replace) else op
+    if event.ignorable:
+        out["ignorable"] = True
+    return out
+
+
+Known = dict[int, bytes]
+"""Canonical bytes of some events by identity. Whoever holds one keeps the events alive, so no id is reused."""
+
+
+def known_events(events: Sequence[Any]) -> Known:
+    """The bytes of `events`, to be found again by identity: the events a state's copies share.
+
+    Sound because an `Event` is immutable (SESSION-IMMUTABILITY): the same object has the same bytes.
+    """
+    return {id(event): canonical(envelope_json(event)) for event in events if type(event) is Event}
+
+
+def events_bytes(events: Sequence[Any], known: Known | None = None) -> bytes:
+    """The canonical bytes of a list of events: the canonical list of their envelopes (orjson joins elements with commas)."""
+    if not known:
+        return canonical([envelope_json(event) for event in events])
+    get = known.get
+    return b"[" + b",".join([get(id(event)) or canonical(envelope_json(event)) for event in events]) + b"]"
+
+
+def read(session: Any, known: Known | None = None) -> tuple[View, Any]:
+    """Every view of a session, as the protocol's `snapshot` reads them, and the events list read.
+
+    The list is kept to check later that it never changed (SESSION-IMMUTABILITY.4).
+    """
+    events = session.events
+    surface = session.surface
+    view = View(events_bytes(events, known), tuple(surface.nodes), surface.replace_generation,
+                canonical(session.derive_messages()), tuple([event.seq for event in session.transcript()]),
+                session.first_live_seq, session.seq, canonical(session.header), canonical(session.request_header()),
+                canonical(session.request_context()))
+    return view, events
+
+
+def observe(session: Any, known: Known | None = None) -> View:
+    return read(session, known)[0]
+
+
+def state_key(model_log: bytes, first_live_seq: int, reference: View, actual: View) -> bytes:
+    """The 128-bit digest of a state: the model's log and first live seq, and the implementation's views.
+
+    The model's views are functions of its log and first live seq, so they add nothing to the key;
+    nor do the implementation's when they are the model's, which is what they are in every state
+    that is not a violation.
+    """
+    digest = hashlib.blake2b(model_log, digest_size=16)
+    digest.update(b"%d" % first_live_seq)
+    if actual != reference:
+        digest.update(repr(tuple(actual)).encode(errors="surrogatepass"))
+    return digest.digest()
