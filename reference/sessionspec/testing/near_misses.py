@@ -76,7 +76,7 @@ def _boundary(value: Any, view: ss.View) -> list[Any]:
     if isinstance(value, str):
         return [value + "~", value[:-1], value.upper(), "zzz", "a"]
     if isinstance(value, int):
-        return [value - 1, value + 1, -1, view.seq, view.seq - 1]
+        return [value - 1, value + 1, -1, view.seq, view.seq - 1, view.seq + 1]
     if isinstance(value, list):
         return [[], [*value, *value], value[:1], [value]]
     if isinstance(value, dict):
