@@ -9,10 +9,12 @@ changed, wherever it is: a key removed, a value replaced by one of another type 
 value (empty, negative, the next seq), a key added. Whether the result is still valid is not
 decided here; the reference says, and the machines require the implementation to say the same.
 
-- `near_misses(view)`: what JSON text can carry, for the conformance machine and the in-process one;
+- `near_misses(view)` (the in-process machine) and `near_miss(view)` (one per step, the conformance machine): what
+  JSON text can carry;
 - `non_json_anywhere(view)`: a value JSON text cannot carry (an unsafe integer, `-0.0`, NaN, a
-  tuple, a non-string key, a subclass of a JSON type) planted at any depth, for the
-  in-process machine only: over the protocol the lossless text reader refuses such values first.
+  tuple, a non-string key, a subclass of a JSON type) planted at any depth, for the in-process machine;
+  `one_non_json(view)`, one per step, which the conformance machine sends tagged in an `x-append` (request
+  lines cannot carry such values: the lossless text reader refuses them first).
 """
 
 from __future__ import annotations
@@ -101,22 +103,27 @@ def _break(draw: st.DrawFn, request: dict[str, Any], path: Path, view: ss.View) 
 
 
 @st.composite
-def near_misses(draw: st.DrawFn, view: ss.View, sweep_all: bool = False) -> list[ss.Request]:
-    """Copies of one valid append or replacement, each with one thing broken: the fields the spec names
-    (`SPEC_FIELDS`, the provenance list and its items), then a few drawn from all its paths.
-
-    `sweep_all`: every named field once, in a drawn order (the in-process machine: most breaks per step). Otherwise
-    a drawn set of them, as a list, so that a failing step shrinks to the one break that fails: the conformance
-    machine's report wants the shortest trace."""
+def near_misses(draw: st.DrawFn, view: ss.View) -> list[ss.Request]:
+    """Copies of one valid append or replacement, each with one thing broken: every field the spec names once
+    (`SPEC_FIELDS`, the provenance list and its items), in a drawn order, then a few drawn from all its paths.
+    For the in-process machine (most breaks per step); over the wire, `near_miss` keeps traces short."""
     valid: dict[str, Any] = thaw(draw(_valid(view), label="valid"))
     every = paths(valid)
     named = [p for p in every if p[-1] in SPEC_FIELDS or p[0] == "sourceEventSeqs"]
-    if sweep_all:
-        sweep = draw(st.permutations(named), label="sweep")
-    else:
-        sweep = draw(st.lists(st.sampled_from(named), unique=True, max_size=len(named)), label="sweep") if named else []
+    sweep = draw(st.permutations(named), label="sweep") if named else []
     extra = draw(st.lists(st.sampled_from(every), max_size=EXTRA), label="elsewhere") if every else []
     return [_break(draw, thaw(valid), path, view) for path in [*sweep, *extra]]
+
+
+@st.composite
+def near_miss(draw: st.DrawFn, view: ss.View) -> ss.Request:
+    """One copy of a valid request with one thing broken, a named field (`SPEC_FIELDS`) or any path: the conformance
+    machine sends one per step, so that a failing step is one request of its trace and the trace stays short."""
+    valid: dict[str, Any] = thaw(draw(_valid(view), label="valid"))
+    every = paths(valid)
+    named = [p for p in every if p[-1] in SPEC_FIELDS or p[0] == "sourceEventSeqs"]
+    path = draw(st.sampled_from(named) | st.sampled_from(every) if named else st.sampled_from(every), label="path")
+    return _break(draw, valid, path, view)
 
 
 class _Str(str):
@@ -167,6 +174,13 @@ def non_json_anywhere(draw: st.DrawFn, view: ss.View) -> list[ss.Request]:
     kinds = draw(st.lists(st.sampled_from(range(len(NON_JSON))), min_size=1, unique=True, max_size=len(NON_JSON)),
                  label="kinds")
     return [_plant(draw, thaw(valid), NON_JSON[kind]) for kind in kinds]
+
+
+@st.composite
+def one_non_json(draw: st.DrawFn, view: ss.View) -> ss.Request:
+    """One copy of a valid request with one value JSON cannot hold planted at any depth (one request per step)."""
+    valid: dict[str, Any] = draw(_valid(view), label="valid")
+    return _plant(draw, thaw(valid), NON_JSON[draw(st.sampled_from(range(len(NON_JSON))), label="kind")])
 
 
 def tagged(value: Any) -> Any:

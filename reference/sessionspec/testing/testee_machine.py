@@ -100,15 +100,14 @@ class TesteeMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def append_near_misses(self, data: st.DataObject) -> None:
-        """Valid requests with one thing broken anywhere in each (`sessionspec.testing.near_misses`)."""
-        for request in data.draw(near_misses.near_misses(self.view()), label="near misses"):
-            self.append(request)
+        """A valid request with one thing broken anywhere (`sessionspec.testing.near_misses`), one per step."""
+        self.append(data.draw(near_misses.near_miss(self.view()), label="near miss"))
 
     @rule(data=st.data())
     def append_values_json_cannot_carry(self, data: st.DataObject) -> None:
         """x-inprocess `x-append` (optional: skipped by a testee without it): decision 4 at any depth, across the wire."""
-        for request in data.draw(near_misses.non_json_anywhere(self.view()), label="non-JSON"):
-            self.send({"op": "x-append", "request": near_misses.tagged(request)})
+        request = data.draw(near_misses.one_non_json(self.view()), label="non-JSON")
+        self.send({"op": "x-append", "request": near_misses.tagged(request)})
 
     @rule(deep=near_misses.deep_values())
     def append_deep_value(self, deep: tuple[int, str, str]) -> None:
