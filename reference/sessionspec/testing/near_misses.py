@@ -9,12 +9,10 @@ changed, wherever it is: a key removed, a value replaced by one of another type 
 value (empty, negative, the next seq), a key added. Whether the result is still valid is not
 decided here; the reference says, and the machines require the implementation to say the same.
 
-- `near_misses(view)` (the in-process machine) and `near_miss(view)` (one per step, the conformance machine): what
-  JSON text can carry;
+- `near_misses(view)`: what JSON text can carry, for the in-process machine;
 - `non_json_anywhere(view)`: a value JSON text cannot carry (an unsafe integer, `-0.0`, NaN, a
-  tuple, a non-string key, a subclass of a JSON type) planted at any depth, for the in-process machine;
-  `one_non_json(view)`, one per step, which the conformance machine sends tagged in an `x-append` (request
-  lines cannot carry such values: the lossless text reader refuses them first).
+  tuple, a non-string key, a subclass of a JSON type) planted at any depth, for the in-process machine
+  (`tagged` writes such a request for the `x-append` extension op, which carries them across the wire).
 """
 
 from __future__ import annotations
@@ -106,24 +104,14 @@ def _break(draw: st.DrawFn, request: dict[str, Any], path: Path, view: ss.View) 
 def near_misses(draw: st.DrawFn, view: ss.View) -> list[ss.Request]:
     """Copies of one valid append or replacement, each with one thing broken: every field the spec names once
     (`SPEC_FIELDS`, the provenance list and its items), in a drawn order, then a few drawn from all its paths.
-    For the in-process machine (most breaks per step); over the wire, `near_miss` keeps traces short."""
+    Several requests per step: a failing step does not shrink to one request, so not for the conformance machine,
+    whose report wants the shortest trace."""
     valid: dict[str, Any] = thaw(draw(_valid(view), label="valid"))
     every = paths(valid)
     named = [p for p in every if p[-1] in SPEC_FIELDS or p[0] == "sourceEventSeqs"]
     sweep = draw(st.permutations(named), label="sweep") if named else []
     extra = draw(st.lists(st.sampled_from(every), max_size=EXTRA), label="elsewhere") if every else []
     return [_break(draw, thaw(valid), path, view) for path in [*sweep, *extra]]
-
-
-@st.composite
-def near_miss(draw: st.DrawFn, view: ss.View) -> ss.Request:
-    """One copy of a valid request with one thing broken, a named field (`SPEC_FIELDS`) or any path: the conformance
-    machine sends one per step, so that a failing step is one request of its trace and the trace stays short."""
-    valid: dict[str, Any] = thaw(draw(_valid(view), label="valid"))
-    every = paths(valid)
-    named = [p for p in every if p[-1] in SPEC_FIELDS or p[0] == "sourceEventSeqs"]
-    path = draw(st.sampled_from(named) | st.sampled_from(every) if named else st.sampled_from(every), label="path")
-    return _break(draw, valid, path, view)
 
 
 class _Str(str):
@@ -176,13 +164,6 @@ def non_json_anywhere(draw: st.DrawFn, view: ss.View) -> list[ss.Request]:
     return [_plant(draw, thaw(valid), NON_JSON[kind]) for kind in kinds]
 
 
-@st.composite
-def one_non_json(draw: st.DrawFn, view: ss.View) -> ss.Request:
-    """One copy of a valid request with one value JSON cannot hold planted at any depth (one request per step)."""
-    valid: dict[str, Any] = draw(_valid(view), label="valid")
-    return _plant(draw, thaw(valid), NON_JSON[draw(st.sampled_from(range(len(NON_JSON))), label="kind")])
-
-
 def tagged(value: Any) -> Any:
     """`value` as plain JSON text can carry it, each value JSON cannot hold tagged as traces tag it (`{"$int": "..."}`,
     `{"$float": "-0.0"}`, `{"$tuple": [...]}`, `{"$pairs": [[key, value]]}`): the request of an `x-append`, which
@@ -220,13 +201,6 @@ def deep_values(*, shallow: bool = False) -> st.SearchStrategy[tuple[int, str, s
     return st.tuples(st.sampled_from(SHALLOW_DEPTHS if shallow else DEPTHS),
                      st.sampled_from(["object", "array", "alternating"]),
                      st.sampled_from(["1", '"leaf"', "null", "{}", "[]", "-1.5"]))
-
-
-def deep_line(depth: int, shape: str, leaf: str) -> str:
-    """The request line of a deep value, written directly: no JSON writer or reader need recurse to make it."""
-    opens = ['{"a":' if shape == "object" or (shape == "alternating" and level % 2 == 0) else "[" for level in range(depth)]
-    closes = "".join("}" if opening.startswith("{") else "]" for opening in reversed(opens))
-    return f'{{"op":"append","type":"{DEEP_TYPE}","data":' + "".join(opens) + leaf + closes + "}"
 
 
 def deep_value(depth: int, shape: str, leaf: str) -> Any:

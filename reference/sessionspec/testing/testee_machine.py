@@ -23,7 +23,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from sessionspec.conformance.exchange import Exchange
 from sessionspec.conformance.protocol import Answer
-from sessionspec.testing import near_misses
 from sessionspec.testing import strategies as ss
 
 HEADERS = st.sampled_from([None, {"version": 0, "createdAt": 1, "cwd": "/w"}])
@@ -46,7 +45,7 @@ class TesteeMachine(RuleBasedStateMachine):
         type(self).examples += 1
         self.exchange.begin("machine")
 
-    def send(self, request: dict[str, Any] | str) -> Answer:
+    def send(self, request: dict[str, Any]) -> Answer:
         return self.exchange.send(request)
 
     def view(self) -> ss.View:
@@ -98,32 +97,6 @@ class TesteeMachine(RuleBasedStateMachine):
     def incomplete_provenance(self, data: st.DataObject) -> None:
         self.append(data.draw(ss.incomplete_provenance_replacements(self.view()), label="incomplete provenance").request)
 
-    @rule(data=st.data())
-    def append_near_misses(self, data: st.DataObject) -> None:
-        """A valid request with one thing broken anywhere (`sessionspec.testing.near_misses`), one per step."""
-        self.append(data.draw(near_misses.near_miss(self.view()), label="near miss"))
-
-    @rule(data=st.data())
-    def append_values_json_cannot_carry(self, data: st.DataObject) -> None:
-        """x-inprocess `x-append` (optional: skipped by a testee without it): decision 4 at any depth, across the wire."""
-        request = data.draw(near_misses.one_non_json(self.view()), label="non-JSON")
-        self.send({"op": "x-append", "request": near_misses.tagged(request)})
-
-    @rule(deep=near_misses.deep_values())
-    def append_deep_value(self, deep: tuple[int, str, str]) -> None:
-        """SESSION-LOSSLESS-JSON.7: a value nested deeper than any recursion limit is logged like any other (a raw line)."""
-        self.send(near_misses.deep_line(*deep))
-
-    @rule(what=st.sampled_from(["everything", "messages.append", "events.append"]))
-    def mutate_returned_values(self, what: str) -> None:
-        """x-inprocess (an optional op, skipped by a testee without it): returned values refuse mutation (decision 5)."""
-        self.send({"op": "x-mutate", "target": what})
-
-    @rule()
-    def rebuild(self) -> None:
-        """x-inprocess: a fresh session of the testee's own, seeded with its log, shows the same surface and messages."""
-        self.send({"op": "x-rebuild"})
-
     @rule()
     def reseed(self) -> None:
         self.create(list(self.events))
@@ -155,12 +128,6 @@ class TesteeMachine(RuleBasedStateMachine):
     @rule(data=st.data(), mode=st.sampled_from(["raise", "reentrant"]))
     def append_with_misbehaving_observer(self, data: st.DataObject, mode: str) -> None:
         self.append(data.draw(ss.append_requests(self.view()), label="request"), **{"x-observer": mode})
-
-    @precondition(lambda self: self.hooks)
-    @rule(data=st.data())
-    def caller_mutates_its_input(self, data: st.DataObject) -> None:
-        """SESSION-IMMUTABILITY.3 across the wire: the caller changes its request's data, at every level, after the append."""
-        self.append(data.draw(ss.append_requests(self.view()), label="request"), **{"x-mutate-input": "data"})
 
     @precondition(lambda self: self.hooks)
     @rule(data=st.data())
