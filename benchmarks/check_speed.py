@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from sessionspec.logcheck import blocks
 from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck import workers as surveyor
-from sessionspec.logcheck.checker import check_path
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.storage.jsonl import JsonlWriter
 
 WORKLOAD = Path("/work/shared/bench/workload.py")
@@ -97,16 +98,16 @@ def orjson_loads(path: Path) -> None:
 
 
 def block_parse(path: Path) -> None:
-    """The checker's floor: read the log in blocks and prove each block canonical (`sources._block`), no checks."""
+    """The checker's floor: read the log in blocks and prove each block canonical (`blocks.parse_block`), no checks."""
     with open(path, "rb") as stream:
         stream.readline()
         carry = b""
-        while block := stream.read(sources.BLOCK):
+        while block := stream.read(blocks.BLOCK):
             data = carry + block
             cut = data.rfind(b"\n") + 1
             part, carry = data[: cut - 1], data[cut:]
             if part:
-                sources._block(part)
+                blocks.parse_block(part)
 
 
 def best(rates: list[Rate]) -> Rate:
@@ -148,7 +149,7 @@ def main() -> None:
         report = check_path(str(path))
         raw = best(rates["orjson.loads"])
         print(f"log: {path.name}, {lines} lines, {report.events} events, {path.stat().st_size / 1e6:.1f} MB, "
-              f"{len(report.findings)} findings; {sources.BLOCK >> 10} KiB blocks; best of {args.repeat}")
+              f"{len(report.findings)} findings; {blocks.BLOCK >> 10} KiB blocks; best of {args.repeat}")
         print(f"{'':<20} {'lines/s (wall)':>15} {'ratio':>6} {'lines/s (CPU)':>15} {'ratio':>6}   round ratios (wall): "
               "min median max")
         for name in runs:

@@ -115,8 +115,8 @@ def measure(sizes: list[int], window: int, model_limit: float, repeats: int) -> 
         sut = sessions.pop(size)
         prefix = list(sut.events[: len(sut.events) - live_n])
         # The model, over the same prefix (taken from live: identical events, same clock).
-        reference = model.Session("bench", sut.header, prefix, 0, itertools.count(CLOCK_START + len(prefix)).__next__,
-                                  (), ())
+        reference = model.Session("bench", sut.header, itertools.count(CLOCK_START + len(prefix)).__next__, (), ())
+        reference._log = prefix  # the model keeps nothing but its log: every query folds it again
         del sut
         model_n, model_cpu, model_wall = timed(reference, workloads[size][splits[size]:], model_limit)
         rows.append({

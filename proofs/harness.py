@@ -7,7 +7,10 @@ int list decodes to some valid log, so the solver never wastes paths on inputs w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sessionspec.envelope import APPEND, Event, Replace
+from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenList, Json, snapshot
 
 USER = snapshot({"id": "u", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]})
@@ -58,3 +61,43 @@ def tool_result_data(outer: dict[str, int], block_extra: dict[str, int], inner: 
 
 RESERVED_OUTER = frozenset({"turn", "step", "message"})
 RESERVED_BLOCK = frozenset({"type", "toolCallId", "content"})
+
+
+# --- for the fast-path obligations ----------------------------------------------------------------
+
+ABSENT = object()
+"""A picked field that is left out of its object."""
+
+
+def pick(n: int, options: tuple[object, ...]) -> object:
+    """The option `n` names (mod their number): the solver branches over a field's values by one int."""
+    return options[n % len(options)]
+
+
+def accepts(call: Callable[[], object]) -> bool:
+    """Whether the reference accepts: `call` returns rather than raise a SpecViolation."""
+    try:
+        call()
+    except SpecViolation:
+        return False
+    return True
+
+
+def image(value: object) -> object:
+    """A comparable image of a result: containers and events spelled out with their exact types."""
+    if isinstance(value, Event):
+        return ("Event", value.type, value.seq, value.time, image(value.data), value.surface_op,
+                image(value.source_event_seqs), value.ignorable)
+    if isinstance(value, dict):
+        return (type(value).__name__, [(key, image(child)) for key, child in value.items()])
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [image(child) for child in value])
+    return (type(value).__name__, value)
+
+
+def outcome(call: Callable[[], object]) -> tuple[str, object]:
+    """("ok", the image of what `call` returned) or ("rejected", the rule of its SpecViolation)."""
+    try:
+        return "ok", image(call())
+    except SpecViolation as violation:
+        return "rejected", violation.rule

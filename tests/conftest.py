@@ -13,16 +13,19 @@ planted:off-by-one-splice` must fail.
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import pytest
+import wire
 from sessionspec.testing import implementations as impls
 from sessionspec.testing import profiles
 
 profiles.load()
 
-IMPLEMENTATIONS = ("model", "live")
-"""What every chapter test runs against: the reference and the incremental store."""
+IMPLEMENTATIONS = ("model", "live", "wire:live")
+"""What every chapter test runs against: the reference, the incremental store, and the store over the protocol
+(tests/wire.py: every call a request line and an answer line through the one executor)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,15 +37,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "implementation" in metafunc.fixturenames:
         names = metafunc.config.getoption("impl") or IMPLEMENTATIONS
-        unknown = [name for name in names if name not in impls.FACTORIES]
+        unknown = [name for name in names if name.removeprefix(wire.PREFIX) not in impls.FACTORIES]
         if unknown:
             raise pytest.UsageError(f"--impl: unknown {', '.join(unknown)}; known: {', '.join(impls.names())}")
+        if "implementation" in inspect.signature(metafunc.function).parameters:
+            # The test builds sessions by name too (testing.loops.build), which only in-process names can do.
+            names = [name for name in names if not name.startswith(wire.PREFIX)]
         metafunc.parametrize("implementation", names, scope="module")
 
 
 @pytest.fixture(scope="module")
 def create(implementation: str) -> impls.SessionFactory:
     """The implementation's `create(session_id, seed=None, header=None, *, clock, validators, observers)`."""
+    if implementation.startswith(wire.PREFIX):
+        return wire.factory(implementation.removeprefix(wire.PREFIX))
     return impls.factory(implementation)
 
 

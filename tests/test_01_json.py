@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, is_json, json_equal, snapshot, thaw
 from sessionspec.rules import RULES
@@ -466,3 +467,9 @@ def test_a_caller_built_frozen_header_is_copied(create: SessionFactory) -> None:
     session = create("s", header=header)
     assert session.header == header and type(session.header) is FrozenDict
     assert_frozen_dict(session.header)
+
+
+def test_two_events_with_deep_equal_data_compare_without_recursion() -> None:
+    """SESSION-LOSSLESS-JSON.7: `Event ==` compared `data` with Python's recursive `==` before `json_equal` (found over the wire)."""
+    left, right = (Event("x/deep", 0, 0, snapshot(_deep("leaf", 5_000))) for _ in range(2))
+    assert left == right and left is not right

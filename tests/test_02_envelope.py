@@ -6,8 +6,9 @@ import copy
 from typing import Any
 
 import pytest
-from sessionspec.envelope import HEADER_KEYS, SESSION_FORMAT_VERSION, header_to_json, parse_event
+from sessionspec.envelope import parse_event
 from sessionspec.errors import SpecViolation
+from sessionspec.header import HEADER_KEYS, SESSION_FORMAT_VERSION, header_to_json
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, thaw
 from sessionspec.rules import RULES
 from sessionspec.testing.builders import (
@@ -196,6 +197,32 @@ SHAPE_CASES = [
 def test_message_shapes_are_checked_on_append_and_seed(create: SessionFactory, event_type: str, data: Any,
                                                         rule: str) -> None:
     both_reject(create, event_type, data, rule, surface_op="append")
+
+
+FIELD_NAMES = [
+    ("user/message", with_change(user_message(), ["id"], REMOVED), "data.id is missing"),
+    ("user/message", with_change(user_message(), ["id"], ""), "data.id must be a non-empty string, not an empty string"),
+    ("user/message", [1], "data is an array, not an object"),
+    ("assistant/message", {"turn": 1}, "data.message is missing"),
+    ("user/message", with_change(user_message(), ["role"], "assistant"), "data.role must be 'user', not 'assistant'"),
+    ("user/message", with_change(user_message(), ["source"], "user"), "data.source must be an object, not 'user'"),
+    ("user/message", with_change(user_message(), ["content"], REMOVED), "data.content is missing"),
+    ("assistant/message", with_change(assistant_message(), [*SOURCE, "model"], REMOVED), "data.message.source.model is missing"),
+    ("tool/result", with_change(tool_result(), [*SOURCE, "callId"], ""), "data.message.source.callId must be"),
+    ("tool/result", with_change(tool_result(), [*BLOCK, "toolCallId"], "c2"), "data.message.content[0].toolCallId must equal"),
+    ("request/header", {"header": {"config": {"provider": "deepseek"}}}, "data.header.config.model is missing"),
+    ("request/header", request_header({**CONFIG, "reasoningEffort": 3}), "data.header.config.reasoningEffort must be"),
+]
+
+
+@pytest.mark.parametrize(("event_type", "data", "words"), FIELD_NAMES)
+def test_a_refused_payload_names_the_field_it_found_wrong(create: SessionFactory, event_type: str, data: Any,
+                                                          words: str) -> None:
+    """Issue 17: `data.message.id is missing`, not "lacks an identified message", on every implementation."""
+    session = new_session(create)
+    with pytest.raises(SpecViolation) as info:
+        session.append(event_type, data, surface_op="append" if event_type != "request/header" else None)
+    assert words in str(info.value), str(info.value)
 
 
 def test_accepted_message_shapes_are_kept_exactly(create: SessionFactory) -> None:

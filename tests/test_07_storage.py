@@ -313,7 +313,7 @@ def test_create_never_overwrites_and_appends_continue_the_seq(tmp_path: Path, na
     log.append(session.events[9:])
     assert list(storage.load(path).events) == list(session.events)
     turn(session, 3)
-    reopened = storage.open_log(path)
+    reopened = storage.open_for_append(path)
     assert reopened.next_seq == 12
     reopened.append(session.events[12:])
     assert list(storage.load(path).events) == list(session.events)

@@ -104,6 +104,14 @@ def test_execution_events_name_the_open_turn_and_step(create: SessionFactory) ->
     assert vetoed(watched(create, START, STEP), result("c1", stp=3)) == "SESSION-RELATIONAL-INVARIANT.9"
 
 
+def test_an_execution_event_out_of_place_is_refused_in_words() -> None:
+    """SESSION-RELATIONAL-INVARIANT.9's message says what is open, never "turn None/step None" (issue 17)."""
+    outside = Event("tool/call", 0, 0, snapshot(CALL["data"]))
+    with pytest.raises(SpecViolation) as info:
+        step(Trace(), outside)
+    assert "but no turn is open" in str(info.value) and "None" not in str(info.value)
+
+
 def test_an_appended_result_answers_a_call_of_this_step_once(create: SessionFactory) -> None:
     # SESSION-RELATIONAL-INVARIANT.10
     assert vetoed(watched(create, START, STEP), result("c1")) == "SESSION-RELATIONAL-INVARIANT.10"

@@ -94,12 +94,12 @@ def test_a_torn_tail_is_a_finding_and_repair_cuts_it(tmp_path: Path, fmt: str) -
         assert "SESSION-TORN-TAIL.1" in sessionspec("check", str(path)).stdout
     shown = sessionspec("repair", str(path))
     assert shown.returncode == 0, shown.stderr
-    assert "would append 1 closers after seq 8" in shown.stdout
+    assert "would append 1 closer after seq 8" in shown.stdout
     assert ("would cut the torn tail from line 11" in shown.stdout) == (fmt == "jsonl")
     before = path.read_bytes()
     assert sessionspec("repair", str(path)).returncode == 0 and path.read_bytes() == before  # showing writes nothing
     written = sessionspec("repair", str(path), "--write")
-    assert written.returncode == 0 and "appended 1 closers" in written.stdout
+    assert written.returncode == 0 and "appended 1 closer" in written.stdout
     assert sessionspec("check", "--strict", str(path)).returncode == 0
     again = sessionspec("repair", str(path), "--format", "json")
     assert json.loads(again.stdout)["needsRepair"] is False
@@ -134,10 +134,20 @@ def test_unreadable_paths_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_bad_header_is_a_finding(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "v1.jsonl", demo_events(), header={"version": 1})
+    path = write_lines(tmp_path / "cwd.jsonl", demo_events(), header={"cwd": "relative"})
     result = sessionspec("check", str(path))
     assert result.returncode == 1
-    assert "SESSION-FORMAT-VERSION.1" in result.stdout
+    assert "SESSION-FORMAT-HEADER.5" in result.stdout
+
+
+@pytest.mark.parametrize(("header", "rule"), [({"version": 1}, "SESSION-FORMAT-VERSION.1"),
+                                              ({"version": -1}, "SESSION-FORMAT-VERSION.2")])
+def test_a_log_of_another_format_version_cannot_be_read(tmp_path: Path, header: dict[str, Any], rule: str) -> None:
+    """Issue 17: a newer (or older) format is not a log with findings (1) but one this build cannot read (2)."""
+    path = write_lines(tmp_path / "v1.jsonl", demo_events(), header=header)
+    result = sessionspec("check", "--format", "json", str(path))
+    assert result.returncode == 2
+    assert rule in json.loads(result.stdout)["files"][0]["unreadable"]
 
 
 def test_strict_adds_relational_and_provider_findings(tmp_path: Path) -> None:

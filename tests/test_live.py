@@ -4,7 +4,8 @@ The stateful machine compares `live` with `model` on random operations; these te
 incremental machinery itself: returned sequences never change (SESSION-IMMUTABILITY.4), the
 derived-message cache starts over only when `replace_generation` changes
 (SESSION-DERIVED-CACHE.1), the events snapshot is kept until the next append, the fast checks
-reject exactly what the foundation's checks reject, and `sessionspec bench` replays a workload.
+reject exactly what the foundation's checks reject (each fast form is held to its reference in
+test_fastpaths.py), and `sessionspec bench` replays a workload.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sessionspec import cli, live, model
 from sessionspec.envelope import Event
 from sessionspec.errors import SpecViolation
-from sessionspec.jsonvalue import FrozenDict, FrozenList, snapshot, thaw
+from sessionspec.jsonvalue import FrozenDict, FrozenList, thaw
 from sessionspec.live import surface as livesurface
-from sessionspec.live.fastpath import new_event, owned
+from sessionspec.live.fastpath import new_event
 from sessionspec.testing.builders import (
     assistant_message,
     replace_op,
@@ -300,55 +299,6 @@ def test_seeding_matches_the_model_and_adds_one_marker() -> None:
     with pytest.raises(SpecViolation) as caught:
         live.Session.create("s", seed=[*source.events[:2], source.events[3]], clock=clock())
     assert (caught.value.rule, caught.value.index) == ("SESSION-SEED-ACCEPTANCE.2", 2)
-
-
-# --- the fast lossless-JSON path is exactly `snapshot` --------------------------------------------
-
-_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**54), max_value=2**54), st.text(max_size=4),
-    st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0), st.just((1,)), st.just(Level.HIGH), st.just(b"x"),
-)
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.one_of(st.text(max_size=3), st.just(Key("k")), st.integers(0, 3)), inner, max_size=4),
-        st.lists(inner, max_size=3).map(FrozenList),
-        st.dictionaries(st.text(max_size=3), inner, max_size=3).map(FrozenDict),
-    ),
-    max_leaves=12,
-)
-
-
-def _typed(value: Any) -> Any:
-    """A type-strict image of a value: equal only if types (frozen or not) are equal too."""
-    if isinstance(value, dict):
-        return (type(value).__name__, [(k, _typed(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return (type(value).__name__, [_typed(v) for v in value])
-    return (type(value).__name__, repr(value))
-
-
-@settings(max_examples=300, deadline=None)
-@given(_values)
-def test_owned_is_snapshot(value: Any) -> None:
-    try:
-        expected: Any = _typed(snapshot(value))
-    except SpecViolation as violation:
-        expected = (violation.rule, violation.message)
-    try:
-        actual: Any = _typed(owned(value))
-    except SpecViolation as violation:
-        actual = (violation.rule, violation.message)
-    assert actual == expected
-
-
-def test_owned_takes_deep_values_to_the_iterative_snapshot() -> None:
-    deep: Any = []
-    for _ in range(100_000):
-        deep = [deep]
-    copy = owned(deep)
-    assert isinstance(copy, FrozenList) and copy is not deep
 
 
 # --- sessionspec bench ------------------------------------------------------------------------------

@@ -20,9 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
+from sessionspec.logcheck import blocks
 from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck import workers as surveyor
-from sessionspec.logcheck.checker import Checker, check_path
+from sessionspec.logcheck.checker import Checker
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.storage.jsonl import JsonlReader
 from sessionspec.testing.loops import Loop, agent_loops, build
 from test_logcheck_checker import apply_stored, reference_report, stored_log
@@ -52,7 +54,7 @@ def outcome(path: Path, jobs: int) -> tuple[Any, ...]:
 
 @pytest.fixture()
 def small_blocks() -> Iterator[None]:
-    with mock.patch.object(sources, "BLOCK", 200):
+    with mock.patch.object(blocks, "BLOCK", 200):
         yield
 
 
@@ -155,7 +157,7 @@ def test_a_surveyor_killed_part_way_leaves_the_findings_unchanged(tmp_path: Path
 @pytest.mark.usefixtures("small_blocks")
 def test_an_answer_that_is_not_a_survey_is_surveyed_here(tmp_path: Path, answer: bytes) -> None:
     path = write_log(tmp_path / "log.jsonl", CHANGES)
-    with mock.patch.object(sources, "_answer", lambda part, survey: answer):  # inherited by the fork
+    with mock.patch.object(sources, "survey_answer", lambda part, survey: answer):  # inherited by the fork
         parallel = outcome(path, jobs=2)
     assert parallel == outcome(path, jobs=1)
 
@@ -164,7 +166,7 @@ def test_no_surveyor_is_left_behind(tmp_path: Path) -> None:
     """Reaped and its pipes closed: after a full check, and after a consumer that stops reading early."""
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     before = set(os.listdir("/proc/self/fd"))
-    with mock.patch.object(sources, "BLOCK", 200):
+    with mock.patch.object(blocks, "BLOCK", 200):
         check_path(str(path), jobs=2)
         checker = Checker(str(path))
         log = sources.open_log(path, survey=checker.survey, fold=checker.fold, jobs=2)
@@ -261,7 +263,7 @@ def check_corrupted(tmp_path: Path, loop: Loop, how: str, at: int, byte: int, bl
     path = tmp_path / f"{len(os.listdir(tmp_path))}.jsonl"
     storage.save(path, session.header, session.events)
     path.write_bytes(corrupt(path.read_bytes(), how, at, byte))
-    with mock.patch.object(sources, "BLOCK", block):
+    with mock.patch.object(blocks, "BLOCK", block):
         alone = outcome(path, jobs=1)
         assert outcome(path, jobs=jobs) == alone
         # The torn tail too, with the byte offset a repair would keep.
@@ -294,30 +296,30 @@ def reader_torn_tail(path: Path) -> Any:
 def test_read_ahead_is_bounded_in_bytes_with_long_lines() -> None:
     """Blocks of one long line each: the surveyors' queue holds at most AHEAD_BYTES of them, not a block count's worth."""
     line = b'{"type":"x","seq":%d,"time":1,"ignorable":true,"data":"' + b"y" * (1 << 18) + b'"}'
-    blocks = [line % seq for seq in range(40)]
+    long_blocks = [line % seq for seq in range(40)]
     pulled: list[int] = []
 
     def chunks() -> Iterator[bytes]:
-        for block in blocks:
+        for block in long_blocks:
             pulled.append(len(block))
             yield block
 
     checker = Checker("x")
-    surveyors = [p for p in (surveyor.Surveyor.start(lambda part: sources._answer(part, checker.survey), forced=True)
+    surveyors = [p for p in (surveyor.Surveyor.start(lambda part: blocks.survey_answer(part, checker.survey), forced=True)
                            for _ in range(2)) if p is not None]
     ahead: list[int] = []
     try:
-        with mock.patch.object(sources, "AHEAD_BYTES", 1 << 20):
-            for done, (block, surveyed) in enumerate(sources._surveyed(chunks(), checker.survey, surveyors), 1):
-                assert block == blocks[done - 1] and surveyed is not None
-                ahead.append(sum(pulled) - sum(map(len, blocks[:done])))
+        with mock.patch.object(blocks, "AHEAD_BYTES", 1 << 20):
+            for done, (block, surveyed) in enumerate(blocks.surveyed_blocks(chunks(), checker.survey, surveyors), 1):
+                assert block == long_blocks[done - 1] and surveyed is not None
+                ahead.append(sum(pulled) - sum(map(len, long_blocks[:done])))
     finally:
         for helper in surveyors:
             helper.close()
-    assert len(surveyors) == 2 and len(ahead) == len(blocks)
+    assert len(surveyors) == 2 and len(ahead) == len(long_blocks)
     # At most AHEAD_BYTES in the queue when another is read, so less than that plus one block; a count of
     # blocks alone (OWED * 2 + AHEAD = 10) would allow 2.5 MiB.
-    assert max(ahead) < (1 << 20) + len(blocks[0]), max(ahead)
+    assert max(ahead) < (1 << 20) + len(long_blocks[0]), max(ahead)
 
 
 def test_when_no_more_surveyors_can_start_the_check_goes_on_with_those_it_has(tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
-"""The event envelope, the session header, message shapes and request headers.
+"""The event envelope: spec/02's SESSION-EVENT-ENVELOPE and SESSION-CORE-EVENTS, and the
+event-local surface rules of spec/03 (projection and provenance, checked where the event is built).
 
-These are the checks that need nothing but the event itself (and, for the header, the session
-id). They are the same on append and on seed (DESIGN decision 1): a log that `append` can build
-is a log that seeding accepts, so a live session can never write a log it cannot replay.
+These are the checks that need nothing but the event itself. They are the same on append and on
+seed (DESIGN decision 1): a log that `append` can build is a log that seeding accepts, so a live
+session can never write a log it cannot replay. What an event's payload must hold (message shapes,
+request headers) is `sessionspec.shapes`; the session header is `sessionspec.header`.
 """
 
 from __future__ import annotations
@@ -13,14 +15,10 @@ from typing import Any, Final, Literal, NoReturn, TypeAlias
 from sessionspec.catalog import (
     ASSISTANT_MESSAGE,
     END_SEED,
-    REQUEST_HEADER,
     RETIRED_TYPES,
     SURFACE_TYPES,
-    TOOL_RESULT,
-    USER_MESSAGE,
 )
 from sessionspec.jsonvalue import (
-    FrozenDict,
     FrozenList,
     Json,
     is_nonneg_safe_int,
@@ -31,19 +29,7 @@ from sessionspec.jsonvalue import (
 )
 from sessionspec.rules import check
 
-SESSION_FORMAT_VERSION: Final = 0
 ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
-HEADER_KEYS: Final = (
-    "version",
-    "id",
-    "createdAt",
-    "cwd",
-    "parentSession",
-    "seedLength",
-    "origin",
-    "delegationDepth",
-    "agentPreset",
-)
 
 
 class _Immutable:
@@ -116,7 +102,8 @@ class Event(_Immutable):
         setter(self, "ignorable", ignorable)
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.type, self.seq, self.time, self.data, self.surface_op, self.source_event_seqs, self.ignorable)
+        """Everything but `data`, which `json_equal` compares without recursion (SESSION-LOSSLESS-JSON.7)."""
+        return (self.type, self.seq, self.time, self.surface_op, self.source_event_seqs, self.ignorable)
 
     def __eq__(self, other: object) -> bool:
         """Equal envelopes with JSON-equal data: `true` in one log and `1` in another are different facts."""
@@ -281,143 +268,6 @@ def parse_event(raw: Json, index: int) -> Event:
         value["type"], seq, time, value["data"], value.get("surfaceOp"), value.get("sourceEventSeqs"),
         "ignorable" in value, has_surface_op="surfaceOp" in value, has_sources="sourceEventSeqs" in value, index=index,
     )
-
-
-# --- content: message shapes and request headers ---------------------------------------------
-
-
-def message_of(event_type: str, data: Json) -> Json:
-    """The message an event of a surface type carries: the data itself for user/message."""
-    if event_type == USER_MESSAGE:
-        return data
-    return data.get("message") if isinstance(data, dict) else None
-
-
-def _nonempty_str(value: object) -> bool:
-    return type(value) is str and value != ""
-
-
-def check_message_shape(event: Event, *, index: int | None = None) -> None:
-    """SESSION-MESSAGE-SHAPE: the three surface types carry messages a provider request can hold."""
-    seq, kind = event.seq, event.type
-    message: Json = message_of(kind, event.data)
-    # .1 An identified message: derivation shares it by identity, and repair and replace name it.
-    check(isinstance(message, dict) and _nonempty_str(message.get("id")), "SESSION-MESSAGE-SHAPE.1",
-          f"{kind} lacks an identified message", seq=seq, index=index)
-    role = "assistant" if kind == ASSISTANT_MESSAGE else "user"
-    # .2 The role follows the type: tool results travel as user-role messages.
-    check(message.get("role") == role and type(message.get("role")) is str, "SESSION-MESSAGE-SHAPE.2",
-          f'{kind} message must have role "{role}"', seq=seq, index=index)
-    source: Json = message.get("source")
-    # .3 The source says who produced the message.
-    check(isinstance(source, dict) and _nonempty_str(source.get("kind")), "SESSION-MESSAGE-SHAPE.3",
-          f"{kind} message has invalid source", seq=seq, index=index)
-    content = message.get("content")
-    # .4 Content is a list of blocks.
-    check(isinstance(content, list), "SESSION-MESSAGE-SHAPE.4", f"{kind} message has invalid content", seq=seq, index=index)
-    if kind == ASSISTANT_MESSAGE:
-        # .5 An assistant message names the provider and model that produced it.
-        check(source.get("kind") == "model" and _nonempty_str(source.get("provider")) and _nonempty_str(source.get("model")),
-              "SESSION-MESSAGE-SHAPE.5", f"{kind} message must have model source", seq=seq, index=index)
-    elif kind == TOOL_RESULT:
-        # .6 A tool result names the call it answers.
-        check(source.get("kind") == "tool" and _nonempty_str(source.get("callId")), "SESSION-MESSAGE-SHAPE.6",
-              f"{kind} message must have tool source", seq=seq, index=index)
-        # .7 Exactly one tool-result block, so a rewrite has one content to change.
-        block: Json = content[0] if len(content) == 1 else None
-        check(isinstance(block, dict) and block.get("type") == "tool-result" and isinstance(block.get("content"), list),
-              "SESSION-MESSAGE-SHAPE.7", f"{kind} message must contain one tool-result block", seq=seq, index=index)
-        # .8 The block answers the same call the source names.
-        check(block.get("toolCallId") == source.get("callId"), "SESSION-MESSAGE-SHAPE.8",
-              f"{kind} message has mismatched tool call ids", seq=seq, index=index)
-
-
-def check_request_header(event: Event, *, index: int | None = None) -> None:
-    """SESSION-REQUEST-HEADER: a request/header snapshot a provider adapter can be built from."""
-    seq, data = event.seq, event.data
-    header: Json = data.get("header") if isinstance(data, dict) else None
-    config: Json = header.get("config") if isinstance(header, dict) else None
-    # .1 The header names its provider and model.
-    check(isinstance(config, dict) and _nonempty_str(config.get("provider")) and _nonempty_str(config.get("model")),
-          "SESSION-REQUEST-HEADER.1", f"{REQUEST_HEADER} lacks provider/model", seq=seq, index=index)
-    # .2 A reasoning effort, when set, is a named level.
-    check("reasoningEffort" not in config or _nonempty_str(config["reasoningEffort"]), "SESSION-REQUEST-HEADER.2",
-          f"{REQUEST_HEADER} has an invalid reasoningEffort", seq=seq, index=index)
-    if "adapterDefaults" in header:
-        defaults = header["adapterDefaults"]
-        # .3 adapterDefaults marks config fields the adapter filled in; it can mark only what is there.
-        valid = (
-            isinstance(defaults, dict)
-            and set(defaults) <= {"reasoningEffort", "maxTokens"}
-            and all(value is True and key in config for key, value in defaults.items())
-        )
-        check(valid, "SESSION-REQUEST-HEADER.3", f"{REQUEST_HEADER} has invalid adapterDefaults", seq=seq, index=index)
-    # .4 "fallback" was the retired reason of a header derived from another; no reader knows its base.
-    check(data.get("reason") != "fallback", "SESSION-REQUEST-HEADER.4",
-          f'{REQUEST_HEADER} uses unsupported legacy reason "fallback"', seq=seq, index=index)
-
-
-def check_content(event: Event, *, index: int | None = None) -> None:
-    """The payload checks the core applies (decision 1: on append and on seed alike)."""
-    if event.type in SURFACE_TYPES:
-        check_message_shape(event, index=index)
-    elif event.type == REQUEST_HEADER:
-        check_request_header(event, index=index)
-
-
-# --- the session header -----------------------------------------------------------------------
-
-
-def default_header(session_id: str, created_at: int) -> FrozenDict:
-    """SESSION-FORMAT-HEADER: the header of a session created without one."""
-    return validate_header({"version": SESSION_FORMAT_VERSION, "id": session_id, "createdAt": created_at}, session_id)
-
-
-def validate_header(raw: Json, session_id: str) -> FrozenDict:
-    """SESSION-FORMAT-HEADER.1-.11, in order; returns the frozen header."""
-    header: FrozenDict = snapshot(raw)  # always a fresh frozen copy: a caller-built FrozenDict may hold mutable parts
-    # .1 The header is a JSON record: stored beside the log, read by every backend.
-    check(isinstance(header, dict), "SESSION-FORMAT-HEADER.1", "session header is not a JSON object")
-    version = header.get("version")
-    # .2 Version 0 only: fail closed on any other format, there is no upgrade chain.
-    check(type(version) is int and version == SESSION_FORMAT_VERSION, "SESSION-FORMAT-HEADER.2",
-          f"session header version must be {SESSION_FORMAT_VERSION}, got {version!r}")
-    # .3 The header names the session it belongs to.
-    check(_nonempty_str(session_id) and header.get("id") == session_id and type(header.get("id")) is str,
-          "SESSION-FORMAT-HEADER.3", f"session header id {header.get('id')!r} does not match session id {session_id!r}")
-    # .4 createdAt is epoch milliseconds.
-    check(is_nonneg_safe_int(header.get("createdAt")), "SESSION-FORMAT-HEADER.4",
-          "session header createdAt must be a non-negative safe integer")
-    if "cwd" in header:
-        cwd = header["cwd"]
-        # .5 The working directory is absolute (POSIX form on every host, so validity is not platform dependent).
-        check(type(cwd) is str and cwd.startswith("/"), "SESSION-FORMAT-HEADER.5",
-              f"session header cwd must be an absolute path, got {cwd!r}")
-    # .6 The parent of a fork is a session id.
-    check("parentSession" not in header or _nonempty_str(header["parentSession"]), "SESSION-FORMAT-HEADER.6",
-          "session header parentSession must be a non-empty string")
-    # .7 seedLength counts the inherited prefix.
-    check("seedLength" not in header or is_nonneg_safe_int(header["seedLength"]), "SESSION-FORMAT-HEADER.7",
-          "session header seedLength must be a non-negative safe integer")
-    # .8 The only origin is a subagent.
-    check("origin" not in header or (header["origin"] == "subagent" and type(header["origin"]) is str),
-          "SESSION-FORMAT-HEADER.8", 'session header origin must be "subagent"')
-    # .9 delegationDepth keeps a resumed subagent from passing as top level.
-    check("delegationDepth" not in header or is_nonneg_safe_int(header["delegationDepth"]), "SESSION-FORMAT-HEADER.9",
-          "session header delegationDepth must be a non-negative safe integer")
-    # .10 agentPreset names the preset a resume must restore.
-    check("agentPreset" not in header or type(header["agentPreset"]) is str, "SESSION-FORMAT-HEADER.10",
-          "session header agentPreset must be a string")
-    # .11 The header is closed: a new field is a version bump (decision 8).
-    extra = sorted(set(header) - set(HEADER_KEYS))
-    check(not extra, "SESSION-FORMAT-HEADER.11", f"session header has unknown keys {extra}")
-    return header
-
-
-def header_to_json(header: Mapping[str, Json]) -> dict[str, Json]:
-    """The plain header in the canonical key order."""
-    return {key: thaw(header[key]) for key in HEADER_KEYS if key in header}
-
 
 
 APPEND_REQUEST_KEYS: Final = frozenset({"op", "type", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})

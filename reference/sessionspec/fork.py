@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from sessionspec.envelope import SESSION_FORMAT_VERSION
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import SESSION_FORMAT_VERSION
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
 from sessionspec.model import Session
 from sessionspec.rules import define

@@ -139,8 +139,17 @@ def _check_in_open_step(trace: Trace, event: Event) -> None:
     turn, stp = _get(event.data, "turn"), _get(event.data, "step")
     named = trace.open_turn is not None and trace.open_step is not None
     check(named and _same(turn, trace.open_turn) and _same(stp, trace.open_step), IN_OPEN_STEP,
-          f"{event.type} names turn {turn}/step {stp} but open is turn {trace.open_turn}/step {trace.open_step}",
+          f"{event.type} names {_position(turn, stp)} but {_position(trace.open_turn, trace.open_step, 'open')}",
           seq=event.seq)
+
+
+def _position(turn: Json, step: Json, state: str = "") -> str:
+    """Turn and step in words: "turn 2/step 1", "no turn", "turn 2 with no step open"."""
+    if turn is None:
+        return f"no turn is {state}" if state else "no turn"
+    if step is None:
+        return f"turn {turn} is {state} with no step" if state else f"turn {turn} and no step"
+    return f"turn {turn}/step {step} is {state}" if state else f"turn {turn}/step {step}"
 
 
 def replay(events: Any, trace: Trace | None = None) -> Trace:

@@ -31,6 +31,11 @@ def is_nonneg_safe_int(value: object) -> bool:
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
+def is_nonempty_str(value: object) -> bool:
+    """An exact `str` with at least one character: an identifier, a name or a kind that names something."""
+    return type(value) is str and value != ""
+
+
 def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
     raise TypeError(f"{type(self).__name__} is immutable: accepted session values cannot change (SESSION-IMMUTABILITY.1)")
 

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 import icontract
 
 from sessionspec.catalog import END_SEED
-from sessionspec.envelope import Event, Replace, append_request_parts, build_event, check_content
+from sessionspec.envelope import Event, Replace, append_request_parts, build_event
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, snapshot
 from sessionspec.requestheader import fold_request_context, fold_request_header
+from sessionspec.shapes import check_content
 from sessionspec.surface import Plan, Surface, fold, plan
 from sessionspec.transaction import Clock, Observer, ObserverFailure, SessionCore, Validator, wall_clock
 from sessionspec.views import derive_messages, transcript

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sessionspec.catalog import REQUEST_HEADER
-from sessionspec.envelope import Event, check_request_header
+from sessionspec.envelope import Event
 from sessionspec.errors import Kind
 from sessionspec.jsonvalue import FrozenDict, Json, json_equal, snapshot
 from sessionspec.rules import define
+from sessionspec.shapes import check_request_header
 
 REQUEST_CONTEXT = "request/context"
 

@@ -117,8 +117,13 @@ def plan_replace(nodes: Sequence[int], log: Sequence[Event], event: Event, op: R
     return ReplacePlan(seq, first, last, shadowed)
 
 
-def _without_inner_content(data: Json) -> Json:
-    """The tool/result data with the one block's inner content blanked: what a rewrite must keep."""
+def kept_by_rewrite(data: Json) -> Json:
+    """SESSION-SURFACE-TOOL-RESULT.3: what a rewrite of a tool/result must keep, its data with the inner content blanked.
+
+    Stated once, here: the reference compares two results' forms with `json_equal`, and the
+    checker's fast path compares their canonical bytes (equal bytes imply `json_equal`). The data
+    has passed SESSION-MESSAGE-SHAPE.7, so the message holds exactly one block.
+    """
     message = dict(data["message"])
     block = dict(message["content"][0])
     block["content"] = None
@@ -137,7 +142,7 @@ def check_tool_result_rewrite(log: Sequence[Event], event: Event, shadowed: tupl
     check(target.type == TOOL_RESULT, "SESSION-SURFACE-TOOL-RESULT.2",
           "tool/result surface replacement must target a current tool/result", seq=seq, index=index)
     # .3 Everything but the inner content is identical: call id, isError, error, meta, message id, turn, step.
-    same = json_equal(_without_inner_content(target.data), _without_inner_content(event.data))
+    same = json_equal(kept_by_rewrite(target.data), kept_by_rewrite(event.data))
     check(same, "SESSION-SURFACE-TOOL-RESULT.3", "tool/result surface replacement may change only content",
           seq=seq, index=index)
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sessionspec.catalog import END_SEED
-from sessionspec.envelope import Event, Replace, check_type, default_header, parse_event, validate_header
+from sessionspec.envelope import Event, Replace, check_type, parse_event
 from sessionspec.errors import SpecViolation
+from sessionspec.header import default_header, validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int
 from sessionspec.rules import check, fail
 
@@ -222,7 +223,7 @@ class SessionCore(ABC):
 
     @abstractmethod
     def _check_content(self, event: Event, *, index: int | None = None) -> None:
-        """`envelope.check_content`, or a faster form that raises exactly what it raises."""
+        """`shapes.check_content`, or a faster form that raises exactly what it raises."""
 
     @abstractmethod
     def _plan(self, event: Event, *, index: int | None = None) -> Any:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from sessionspec.cli.progress import Progress
-from sessionspec.logcheck.checker import Report, check_path
+from sessionspec.logcheck.checkfile import Report, check_path
 
 CLEAN, FINDINGS, UNREADABLE = 0, 1, 2
 
@@ -69,6 +69,8 @@ def print_text(report: Report) -> None:
     for finding in report.findings:
         print(finding)
     summary = (f"{report.events} events ({report.format}), surface of {report.nodes} nodes after "
-               f"{report.replace_generation} replacements")
+               f"{report.replace_generation} replacement{'s' if report.replace_generation != 1 else ''}")
+    if report.upgrades:
+        summary += f", {report.upgrades} legacy upgrade{'s' if report.upgrades != 1 else ''} applied as on load"
     verdict = "ok" if not report.findings else f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}"
     print(f"{report.file}: {verdict}: {summary}")

@@ -22,7 +22,7 @@ from sessionspec import storage
 from sessionspec.cli.check import print_text
 from sessionspec.cli.render import Style, point_in_time, render_text
 from sessionspec.conformance import runner
-from sessionspec.logcheck.checker import check_path
+from sessionspec.logcheck.checkfile import check_path
 from sessionspec.testing import implementations as impls
 from sessionspec.testing.builders import (
     assistant_message,

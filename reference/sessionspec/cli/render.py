@@ -1,20 +1,29 @@
-"""The views of a stored log as they were at one point in its history (`sessionspec show`).
+"""The views of a stored log as they were at one point in its history, as text and JSON (`sessionspec show`, the demo).
 
 "What did the model see at seq N?" is the question a person debugging an agent asks. The
 answer is the surface folded from the log's first N+1 events, projected to messages; the
 append-origin transcript and the complete log cut at the same point are the other two views.
 `--diff` adds, for each replacement up to that point, what it shadowed and its sources, so a
 compaction or a pruning can be read next to what it took the place of.
+
+Every value printed comes from an untrusted log: text lines never carry a control character
+or a lone surrogate (a message could otherwise rewrite the terminal, or fail to encode), and
+no value is turned into text by recursion (a log may nest 100,000 levels deep). The line
+formatters take plain stored records, so the streaming viewer (`cli/view.py`) and the
+reference fold below (`point_in_time`, used by the demo and the tests) print the same lines.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sessionspec.catalog import USER_MESSAGE
 from sessionspec.envelope import Event
 from sessionspec.jsonvalue import Json, thaw
+from sessionspec.storage.losslessparse import dumps
 from sessionspec.surface import Replacement, ReplacePlan, apply, plan
 from sessionspec.views import is_append_origin, project
 
@@ -47,11 +56,7 @@ class PointInTime:
 
 
 def point_in_time(events: Iterable[Event], at: int | None = None) -> PointInTime:
-    """Fold the log up to and including seq `at` (the whole log when None).
-
-    Incremental: each transition is planned against the log as read so far, which is what
-    `surface.fold` does, without re-slicing the log for every event.
-    """
+    """Fold the log up to and including seq `at` (the whole log when None), with the reference `plan`."""
     log: list[Event] = []
     nodes: list[int] = []
     replacements: list[Replacement] = []
@@ -67,7 +72,23 @@ def point_in_time(events: Iterable[Event], at: int | None = None) -> PointInTime
     return PointInTime(log, tuple(nodes), tuple(replacements))
 
 
-# --- rendering -----------------------------------------------------------------------------------
+# --- text that is safe to print ------------------------------------------------------------------
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character, bidi override and lone surrogate written as an escape."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                            text)
+
+
+def short(value: object, width: int = 88) -> str:
+    """A string as itself, anything else as compact JSON; at most `width` characters (never by recursion)."""
+    text = value if isinstance(value, str) else dumps(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def summary(message: Json, width: int = 88) -> str:
@@ -79,27 +100,65 @@ def summary(message: Json, width: int = 88) -> str:
             continue
         kind = block.get("type")
         if kind == "text" or kind == "reasoning":
-            parts.append(str(block.get("text", "")))
+            parts.append(short(block.get("text", ""), 4 * width))
         elif kind == "tool-call":
-            parts.append(f"{block.get('name')}({block.get('arguments', '')})")
+            parts.append(f"{short(block.get('name'), width)}({short(block.get('arguments', ''), 4 * width)})")
         elif kind == "tool-result":
-            parts.append("result: " + summary({"content": block.get("content")}, width))
+            inner = block.get("content")
+            parts.append("result: " + summary({"content": inner if isinstance(inner, list) else []}, width))
         else:
-            parts.append(f"[{kind}]")
+            parts.append(f"[{short(kind, width)}]")
     text = " ".join(" ".join(parts).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def event_message(event: Event) -> Json:
-    data: Any = event.data
-    return data if event.type == "user/message" else data.get("message") if isinstance(data, dict) else None
+# --- one line per stored record --------------------------------------------------------------------
 
 
-def _op(event: Event) -> str:
-    op = event.surface_op
+def record_message(record: dict[str, Any]) -> Json:
+    """The message a stored surface event carries (the user message is its data), or None."""
+    data = record.get("data")
+    if record.get("type") == USER_MESSAGE:
+        return data
+    return data.get("message") if isinstance(data, dict) else None
+
+
+def op_text(op: object) -> str:
     if op is None:
         return ""
-    return "append" if isinstance(op, str) else f"replace {op.start}..{op.end}"
+    if isinstance(op, dict):
+        return f"replace {op.get('start')}..{op.get('end')}"
+    return "append"
+
+
+def log_line(record: dict[str, Any], style: Style) -> str:
+    sources = record.get("sourceEventSeqs")
+    named = "" if sources is None else f" sources={list(sources)}"
+    return printable(f"{record['seq']:>6} {record['type']:<22} ") + style.dim(printable(op_text(record.get("surfaceOp")) + named))
+
+
+def event_line(record: dict[str, Any], width: int = 88) -> str:
+    return printable(f"{record['seq']:>6} {record['type']:<18} {summary(record_message(record), width)}")
+
+
+def message_line(seq: int, message: Json, style: Style) -> str:
+    role = message.get("role") if isinstance(message, dict) else None
+    return style.dim(f"{seq:>6}") + printable(f" {short(role, 20):<9} {summary(message)}")
+
+
+def heading(view: str, at: int, events: int, nodes: int, generation: int, style: Style) -> str:
+    return style.bold(f"== {view} at seq {at}") + style.dim(f"  ({events} events, {nodes} nodes, generation {generation})")
+
+
+def replacement_lines(seq: int, start: int, end: int, record: dict[str, Any], shadowed: Sequence[dict[str, Any]],
+                      style: Style) -> list[str]:
+    """What one replacement shadowed (each node, old) and what took their place (new)."""
+    named = list(record.get("sourceEventSeqs") or ())
+    out = [printable(f"seq {seq} {record['type']} replaced {start}..{end}: "
+                     f"shadowed {[r['seq'] for r in shadowed]}, sources {named}")]
+    out += [style.old(f"  - {event_line(old, 72).lstrip()}") for old in shadowed]
+    out.append(style.new(f"  + {event_line(record, 72).lstrip()}"))
+    return out
 
 
 class Style:
@@ -124,37 +183,26 @@ class Style:
         return self._wrap("32", text)
 
 
+# --- a whole point in time (the demo, and `show --format json` through cli/view.py) --------------
+
+
 def render_text(point: PointInTime, view: str, *, diff: bool, style: Style) -> list[str]:
-    out = [style.bold(f"== {view} at seq {point.at}") + style.dim(
-        f"  ({len(point.events)} events, {len(point.nodes)} nodes, generation {len(point.replacements)})")]
+    out = [heading(view, point.at, len(point.events), len(point.nodes), len(point.replacements), style)]
     if view == "log":
-        for event in point.events:
-            sources = "" if event.source_event_seqs is None else f" sources={list(event.source_event_seqs)}"
-            out.append(f"{event.seq:>6} {event.type:<22} {style.dim(_op(event) + sources)}")
+        out += [log_line(event.to_json(), style) for event in point.events]
     elif view == "surface":
-        for node in point.nodes:
-            event = point.events[node]
-            message = event_message(event)
-            out.append(f"{node:>6} {event.type:<18} {summary(message)}")
+        out += [event_line(point.events[node].to_json()) for node in point.nodes]
     elif view == "messages":
-        for node, message in point.messages():
-            out.append(f"{style.dim(f'{node:>6}')} {message.get('role')!s:<9} {summary(message)}")
+        out += [message_line(node, message, style) for node, message in point.messages()]
     else:
-        for event in point.transcript():
-            out.append(f"{event.seq:>6} {event.type:<18} {summary(event_message(event))}")
+        out += [event_line(event.to_json()) for event in point.transcript()]
     if diff:
         out.append(style.bold(f"== replacements up to seq {point.at}"))
         if not point.replacements:
             out.append(style.dim("  (none)"))
-        for replacement in point.replacements:
-            event = point.events[replacement.seq]
-            named = list(event.source_event_seqs or ())
-            out.append(f"seq {replacement.seq} {event.type} replaced {replacement.start}..{replacement.end}: "
-                       f"shadowed {list(replacement.shadowed_seqs)}, sources {named}")
-            for seq in replacement.shadowed_seqs:
-                shadowed = point.events[seq]
-                out.append(style.old(f"  - {seq:>5} {shadowed.type:<18} {summary(event_message(shadowed), 72)}"))
-            out.append(style.new(f"  + {replacement.seq:>5} {event.type:<18} {summary(event_message(event), 72)}"))
+        for r in point.replacements:
+            out += replacement_lines(r.seq, r.start, r.end, point.events[r.seq].to_json(),
+                                     [point.events[seq].to_json() for seq in r.shadowed_seqs], style)
     return out
 
 

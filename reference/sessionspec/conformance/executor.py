@@ -38,8 +38,9 @@ from sessionspec.conformance.protocol import (
     error_answer,
 )
 from sessionspec.conformance.trace import untag
-from sessionspec.envelope import header_to_json, parse_event
+from sessionspec.envelope import parse_event
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import header_to_json
 from sessionspec.jsonvalue import is_safe_int, thaw
 from sessionspec.repair import closers
 from sessionspec.rules import check, fail

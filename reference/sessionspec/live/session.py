@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from sessionspec.catalog import REQUEST_HEADER, SURFACE_TYPES
-from sessionspec.envelope import Event, Replace, check_request_header
+from sessionspec.envelope import Event, Replace
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json
 from sessionspec.live.fastpath import check_message, event_of, owned, request_parts
 from sessionspec.live.surface import DerivedMessages, LivePlan, SurfaceManager
 from sessionspec.requestheader import REQUEST_CONTEXT, RequestHeaderFold
+from sessionspec.shapes import check_request_header
 from sessionspec.surface import Surface
 from sessionspec.transaction import Clock, Observer, SessionCore, Validator
 

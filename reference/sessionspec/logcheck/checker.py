@@ -7,27 +7,26 @@ length can be checked, and a replace is checked against exactly the surface a re
 
 Each record takes one of two paths. The fast path is a conservative predicate over the plain
 record: if it holds, the reference checks would accept the record too. Anything it does not
-recognise (a replace, a request header, a retired type, an odd shape) goes to the exact path,
-which runs the reference functions themselves (`parse_event`, `check_content`, `plan`) and so
-reports the reference's own rule and message. The fast path decides speed; the exact path
-decides every finding.
+recognise (a request header, a retired type, an odd shape, a replace that does not land) goes to
+the exact path, which runs the reference functions themselves (`parse_event`, `check_content`,
+`plan`) and so reports the reference's own rule and message. The fast path decides speed; the
+exact path decides every finding.
 
-For a JSONL log the fast path comes in two halves (logcheck/survey.py): `survey` judges a whole
-parsed block with no state, and `fold` applies what it found to the surface, in log order. The
-survey may run in forked surveyors (logcheck/workers.py), which share the blocks with this process
-while it folds; `_fast` is the same predicate, record by record, for every other backend and
-for the lines a survey leaves out.
+The fast path comes in two halves: `survey` (logcheck/survey.py) judges records with no state,
+and `fold` applies what it found to the surface, in log order, placing each replace with
+`live.fastpath.replace_holds`. Both are declared fast forms of the reference functions they imply
+(`live.fastpath.implies`), held to it in tests/test_fastpaths.py. For a JSONL log the survey judges
+whole parsed blocks and may run in forked surveyors (logcheck/workers.py), which share the blocks
+with this process while it folds; `_fast` runs the same two halves on one record, for every other
+backend and for the lines a survey leaves out.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, overload
+from typing import Any, overload
 
-import orjson
 from sessionspec import invariants
 from sessionspec.catalog import (
     ASSISTANT_MESSAGE,
@@ -36,19 +35,22 @@ from sessionspec.catalog import (
     RETIRED_TYPES,
     SURFACE_TYPES,
     TOOL_RESULT,
-    USER_MESSAGE,
     Catalog,
 )
-from sessionspec.envelope import ENVELOPE_KEYS, Event, check_content, parse_event, validate_header
+from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import SpecViolation
-from sessionspec.jsonvalue import MAX_SAFE_INTEGER, Json, snapshot
-from sessionspec.logcheck.reader import StoredLine, Unreadable, open_log
+from sessionspec.header import validate_header
+from sessionspec.jsonvalue import Json, snapshot
+from sessionspec.live.fastpath import replace_holds
+from sessionspec.logcheck.reader import StoredLine
 from sessionspec.logcheck.survey import Run, survey
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
 from sessionspec.rules import check
+from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
+from sessionspec.storage.legacy import LegacyUpgrade, message_id_of, upgrade
 from sessionspec.surface import ReplacePlan, plan
 from sessionspec.views import project
 
@@ -73,7 +75,7 @@ class Finding:
 
 
 def _resolved(data: Any) -> Any:
-    """A current node's data, read from its stored line where the surveyor surveyed it (see sources.StoredLine)."""
+    """A current node's data, read from its stored line where the surveyor surveyed it (see blocks.StoredLine)."""
     return data.data() if type(data) is StoredLine else data
 
 
@@ -101,56 +103,29 @@ class _CurrentNodes(Sequence[Event]):
         return self._checker.next_seq
 
 
-_LOW: Final = -MAX_SAFE_INTEGER
+class _MessageIds(Mapping[int, str]):
+    """The message id of each current node, read when asked: what a legacy tool/result replacement inherits.
 
-
-def _nonempty_str(value: object) -> bool:
-    return type(value) is str and value != ""
-
-
-def _fast_message(kind: str, data: Any) -> bool:
-    """A conservative form of SESSION-MESSAGE-SHAPE: True only where `check_message_shape` accepts."""
-    if type(data) is not dict:
-        return False
-    message = data if kind == USER_MESSAGE else data.get("message")
-    if type(message) is not dict:
-        return False
-    source = message.get("source")
-    if type(source) is not dict or not _nonempty_str(message.get("id")) or type(message.get("content")) is not list:
-        return False
-    source_kind = source.get("kind")
-    if kind == ASSISTANT_MESSAGE:
-        return (message.get("role") == "assistant" and source_kind == "model" and _nonempty_str(source.get("provider"))
-                and _nonempty_str(source.get("model")))
-    if message.get("role") != "user" or not _nonempty_str(source_kind):
-        return False
-    if kind == USER_MESSAGE:
-        return True
-    content = message["content"]
-    if source_kind != "tool" or len(content) != 1:
-        return False
-    block = content[0]
-    call_id = source.get("callId")
-    return (_nonempty_str(call_id) and type(block) is dict and block.get("type") == "tool-result"
-            and type(block.get("content")) is list and type(block.get("toolCallId")) is str and block["toolCallId"] == call_id)
-
-
-_INT: Final = frozenset({int})
-_LOG_KEYS: Final = frozenset({"type", "seq", "time", "data"})
-_APPEND_KEYS: Final = _LOG_KEYS | {"surfaceOp"}
-_SOURCED_KEYS: Final = _APPEND_KEYS | {"sourceEventSeqs"}
-_REPLACE_KEYS: Final = frozenset({"op", "start", "end"})
-
-
-def _kept_by_rewrite(data: Any) -> bytes:
-    """SESSION-SURFACE-TOOL-RESULT.3, conservatively: the result without its inner content, as canonical bytes.
-
-    Equal bytes imply `json_equal` of the two stripped forms (same keys, same order, same typed
-    values); unequal bytes send the replace to the exact path, which decides.
+    The load gate's upgrader remembers every surface event's id as it goes; the checker keeps only
+    the current nodes (a replacement's start must be one), and tool results' data, which is what a
+    legacy replacement (a pruned tool result) names.
     """
-    message = data["message"]
-    block = message["content"][0]
-    return orjson.dumps({**data, "message": {**message, "content": [{**block, "content": None}]}})
+
+    def __init__(self, checker: Checker) -> None:
+        self._info = checker.info
+
+    def __getitem__(self, seq: int) -> str:
+        kind, data = self._info[seq]
+        found = message_id_of(Event(kind, seq, 0, _resolved(data), "append"))
+        if found is None:
+            raise KeyError(seq)
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._info)
+
+    def __len__(self) -> int:
+        return len(self._info)
 
 
 class Checker:
@@ -176,9 +151,13 @@ class Checker:
         self.lines: dict[int, int | None] = {}
         self.replace_generation = 0
         self._trace = invariants.Trace()
+        self.upgrades: list[LegacyUpgrade] = []
+        """The legacy upgrades applied on the exact path, as the load gate applies and reports them."""
+        self._message_ids = _MessageIds(self)
         self._view = _CurrentNodes(self)
         self._plain = frozenset(self.known - SURFACE_TYPES - RETIRED_TYPES - {"", "request/header", END_SEED})
         """The log-only types the fast path takes with nothing but the four envelope keys."""
+        self._surveyed = self._plain | SURFACE_TYPES
         self._rows = CHUNK in self.known
 
     # --- reporting ----------------------------------------------------------------------------
@@ -245,77 +224,37 @@ class Checker:
         return len(ops)
 
     def _fast(self, line: int | None, record: Any) -> bool:
-        """The common case, accepted in a few dict lookups; False sends the record to the exact path."""
-        if type(record) is not dict or not record.keys() <= ENVELOPE_KEYS:
+        """One record on the fast path: the survey of a block of one, then its fold; False sends it to the exact path."""
+        kind = record.get("type") if type(record) is dict else None
+        if type(kind) is not str or kind not in self._surveyed:
+            return False  # a request header, say: no survey takes it, so the exact path at once
+        runs = survey([record], self._plain, False)
+        if not runs or runs[0][2] != self.next_seq:
             return False
-        kind = record.get("type")
-        seq = record.get("seq")
-        time = record.get("time")
-        if (seq != self.next_seq or type(seq) is not int or type(time) is not int or not _LOW <= time <= MAX_SAFE_INTEGER
-                or type(kind) is not str or "data" not in record or kind in RETIRED_TYPES):
-            return False
-        if "ignorable" in record:
-            if record["ignorable"] is not True or kind in SURFACE_TYPES:
-                return False
-        elif kind not in self.known:
-            return False
-        data = record["data"]
-        if kind not in SURFACE_TYPES:
-            if "surfaceOp" in record or "sourceEventSeqs" in record or not kind or kind == "request/header":
-                return False
-            if kind == END_SEED and not (type(data) is dict and not data):
-                return False
-            if self.strict:
-                self._relational(line, Event(kind, seq, time, data, None, None, "ignorable" in record))
-            self.next_seq = seq + 1
-            return True
-        if not _fast_message(kind, data):
-            return False
-        sources = record.get("sourceEventSeqs")
-        if sources is not None:
-            if type(sources) is not list:
-                return False
-            if sources:
-                if (set(map(type, sources)) != _INT or min(sources) < 0 or max(sources) >= seq
-                        or len(set(sources)) != len(sources)):
-                    return False
-            elif kind != ASSISTANT_MESSAGE:
-                return False
-        elif "sourceEventSeqs" in record:
-            return False
-        op = record.get("surfaceOp")
-        if type(op) is not str or op != "append":
-            return type(op) is dict and not self.strict and self._fast_replace(kind, seq, op, sources, data)
+        _, _, _, nxt, ops = runs[0]
         if self.strict:
-            self._relational(line, Event(kind, seq, time, data, "append", None, False))
-            self.lines[seq] = line
-        self.nodes.append(seq)
-        self.info[seq] = (kind, data if kind == TOOL_RESULT or self.strict else None)
-        self.next_seq = seq + 1
+            # Every event also goes through the relational invariants; a replace takes the exact path.
+            if ops and len(ops[0]) != 3:
+                return False
+            kind, seq, time, data = record["type"], record["seq"], record["time"], record["data"]
+            self._relational(line, Event(kind, seq, time, data, "append" if ops else None, None, False))
+            if ops:
+                self.nodes.append(seq)
+                self.info[seq] = (kind, data)
+                self.lines[seq] = line
+        elif ops:
+            return self.fold(ops, 0, self.next_seq, nxt) == 1
+        self.next_seq = nxt
         return True
 
     def _fast_replace(self, kind: str, seq: int, op: dict[str, Any], sources: Any, data: Any) -> bool:
-        """A replace the reference would accept: a compaction, or a tool-result pruning of one current result.
-
-        `sources` has passed the provenance checks that need only the event.
-        """
-        start, end = op.get("start"), op.get("end")
-        if (op.keys() != _REPLACE_KEYS or op["op"] != "replace" or type(op["op"]) is not str or type(start) is not int
-                or type(end) is not int or not sources or start not in self.info or end not in self.info):
+        """A replace the reference would accept (`fastpath.replace_holds`), applied to the surface."""
+        landed = replace_holds(self.nodes, self.info, kind, op["start"], op["end"], sources, data, _resolved)
+        if landed is None:
             return False
-        nodes = self.nodes
-        first = nodes.index(start)
-        last = first if end == start else nodes.index(end)
-        shadowed = nodes[first : last + 1]
-        if not shadowed or not set(sources).issuperset(shadowed):
-            return False
-        if kind == TOOL_RESULT:
-            target = self.info[start]
-            if (len(shadowed) != 1 or target[0] != TOOL_RESULT
-                    or _kept_by_rewrite(_resolved(target[1])) != _kept_by_rewrite(_resolved(data))):
-                return False
-        info = self.info
-        for node in shadowed:
+        first, last = landed
+        info, nodes = self.info, self.nodes
+        for node in nodes[first : last + 1]:
             del info[node]
         nodes[first : last + 1] = [seq]
         info[seq] = (kind, data if kind == TOOL_RESULT else None)
@@ -340,6 +279,7 @@ class Checker:
             self.report(line, event.seq, CONTIGUOUS, f"seq {event.seq} is not contiguous; expected {expected}")
             return
         try:
+            event = self._upgraded(line, event)
             check_content(event)
             # The load gate: an unknown type is interpretable only if its writer marked it ignorable.
             check(event.ignorable or event.type in self.known, UNKNOWN_EVENT,
@@ -367,6 +307,15 @@ class Checker:
         self.info[event.seq] = (event.type, data)
         if self.strict:
             self.lines[event.seq] = line
+
+    def _upgraded(self, line: int | None, event: Event) -> Event:
+        """SESSION-LEGACY-UPGRADE: the event as the load gate reads it (upgraded and reported), or its refusal."""
+        found = upgrade(event, self.session_id or "", self._message_ids)
+        if found is None:
+            return event
+        upgraded, rule, summary = found
+        self.upgrades.append(LegacyUpgrade(event.seq, line, rule, summary))
+        return upgraded
 
     # --- strict: relational invariants and provider validity ----------------------------------
 
@@ -419,80 +368,3 @@ def numbered(events: Iterable[Any], first_line: int = 2) -> Iterator[tuple[int |
     """Records with the line numbers a JSONL file would give them (the header is line 1)."""
     for offset, event in enumerate(events):
         yield first_line + offset, event.to_json() if isinstance(event, Event) else event
-
-
-
-@dataclass
-class Report:
-    """The outcome of checking one file: its findings, and what was read."""
-
-    file: str
-    format: str
-    events: int
-    findings: list[Finding]
-    nodes: int = 0
-    replace_generation: int = 0
-    unreadable: str | None = None
-
-    def to_json(self) -> dict[str, Json]:
-        out: dict[str, Json] = {"file": self.file, "format": self.format, "events": self.events,
-                                "surfaceNodes": self.nodes, "replaceGeneration": self.replace_generation,
-                                "findings": [f.to_json() for f in self.findings]}
-        if self.unreadable is not None:
-            out["unreadable"] = self.unreadable
-        return out
-
-
-def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id: str | None = None,
-               jobs: int | None = None) -> Report:
-    """Check one stored log end to end: header, every record, the torn tail; `tick(done, total)` reports progress.
-
-    `jobs`: 1 checks in this process alone; N > 1 has N - 1 forked surveyors parse and survey
-    blocks of a JSONL log while this process folds them; None (the default) uses one process
-    per usable CPU, at most four, for logs of 4 MiB or more.
-    """
-    checker = Checker(path, strict=strict)
-    fold = checker.fold
-
-    def ticking(ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
-        tick(*log.progress())
-        return fold(ops, k, first, nxt)
-
-    try:
-        log = open_log(Path(path), session_id, survey=None if strict else checker.survey,
-                       fold=fold if tick is None else ticking, jobs=jobs)
-    except Unreadable as error:
-        return Report(path, "?", 0, [], unreadable=str(error))
-    except SpecViolation as violation:
-        at = violation.line if violation.line is not None else 1
-        return Report(path, "?", 0, [Finding(path, at, None, violation.rule, _plain(violation.message, path))])
-    checker.header(1 if log.format != "sqlite" else None, dict(log.header), log.header["id"])
-    feed = checker.feed
-    count = 0
-    # Parsed JSON holds no cycles, so the cycle collector only costs time here (a third of it).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for line, record in log.records():
-            feed(line, record)
-            count += 1
-            if tick is not None and not count & 0xFFF:
-                tick(*log.progress())
-    except SpecViolation as violation:
-        # Corruption the storage scanner refuses outright (a defect with a committed turn/end after it).
-        checker.report(violation.line, violation.seq, violation.rule, _plain(violation.message, path))
-    finally:
-        if collecting:
-            gc.enable()
-    torn = log.torn
-    if torn is not None:
-        checker.report(torn.line, torn.seq, torn.rule,
-                       f"the log has a torn tail from seq {torn.seq} ({_plain(torn.reason, path)}); "
-                       f"`sessionspec repair --write` cuts it")
-    checker.finish()
-    return Report(path, log.format, checker.next_seq, checker.findings, len(checker.nodes), checker.replace_generation)
-
-
-def _plain(message: str, path: str) -> str:
-    """A backend message without the file name it starts with (the finding names the file already)."""
-    return message[len(path) + 2:] if message.startswith(f"{path}: ") else message

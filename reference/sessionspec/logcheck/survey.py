@@ -17,39 +17,49 @@ sourceEventSeqs)`; `data` is kept for tool/results only (a later rewrite of one 
 with it). Runs are JSON values, so a survey made elsewhere arrives as it was made.
 A line in no run is the exact path's: the reference functions read it and name what it breaks.
 
-Every condition is conservative: it implies the reference's acceptance (SESSION-ENVELOPE-*,
-SESSION-MESSAGE-SHAPE, SESSION-SURFACE-PROVENANCE.1-.5, the packed-row rules), never the
-other way round, and `tests/test_logcheck_checker.py` breaks each one against the exact path.
+Every condition is conservative: it implies the reference's acceptance, never the other way
+round. `survey` and `lean_row` are declared fast forms (`live.fastpath.implies`) of the reference
+functions they imply; the message shape and the provenance of a surface event are decided by the
+one fast form of each that `live` uses too (`message_shape_holds`, `sources_hold`).
+`tests/test_fastpaths.py` holds each to its implication, and `tests/test_logcheck_checker.py`
+breaks each condition against the exact path.
 """
 
 from __future__ import annotations
 
 from itertools import islice
-from operator import lt
 from typing import Any, Final
 
-from sessionspec.catalog import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
-from sessionspec.jsonvalue import MAX_SAFE_INTEGER
-from sessionspec.storage.chunkrows import ROW_TAGS
+from sessionspec.catalog import SURFACE_TYPES, TOOL_RESULT
+from sessionspec.envelope import parse_event
+from sessionspec.jsonvalue import MAX_SAFE_INTEGER, is_nonneg_safe_int
+from sessionspec.live.fastpath import implies, message_shape_holds, rule_ids, sources_hold
+from sessionspec.shapes import check_content
+from sessionspec.storage.chunkrows import MAX_MEMBERS, ROW_TAGS, decode
+from sessionspec.storage.legacy import may_upgrade, upgrade
 
 _INT: Final = frozenset({int})
+_TURNS: Final = frozenset({"turn/start", "turn/end"})
+"""The log-only types with a legacy shape (SESSION-LEGACY-UPGRADE.1-.2): `may_upgrade` decides if one needs the exact path."""
 _LOW: Final = -MAX_SAFE_INTEGER
 
 Run = tuple[int, int, int, int, list[Any]]
 """(start, end, first, next, ops): see the module docstring."""
 
 
-def lean_row(row: Any, kind: str, seq0: int) -> int:
+@implies(reference=decode, rules=(*rule_ids("SESSION-CHUNK-ROWS", 1, 5), "SESSION-CHUNK-ROWS.8"))
+def lean_row(row: Any, kind: str) -> int:
     """The member count of a row that `chunkrows.decode` certainly accepts, or 0 to let it decide.
 
-    Conservative: every condition here implies one of decode's, so a row this accepts expands
-    to `count` well-formed assistant/chunk events with seqs seq0.. and safe-integer times. Keys
+    `kind` is the row's `type`, a row tag. Conservative: every condition here implies one of
+    decode's, so a row this accepts expands to `count` well-formed assistant/chunk events with
+    seqs seq0.. and safe-integer times (a JSONL row has no member bounds: .5 is SQLite's). Keys
     are exact when a dict's length equals the number of its keys the lookups found; a failed
     lookup (KeyError, or TypeError where a list or string stands for an object) means 0.
     """
     try:
-        data, time0 = row["data"], row["time0"]
-        if len(row) != 4 or "type" not in row or "seq0" not in row or type(time0) is not int:
+        data, time0, seq0 = row["data"], row["time0"], row["seq0"]
+        if len(row) != 4 or "type" not in row or type(time0) is not int or type(seq0) is not int or seq0 < 0:
             return 0
         size = len(data)
         if kind == "tool-call-chunks":
@@ -63,7 +73,7 @@ def lean_row(row: Any, kind: str, seq0: int) -> int:
                 return 0
             texts = data["texts"]
         gaps = data["dt"]
-        if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts)
+        if (type(texts) is not list or type(gaps) is not list or len(gaps) + 1 != len(texts) or len(texts) > MAX_MEMBERS
                 or type(data["turn"]) is not int or type(data["step"]) is not int or type(data["index"]) is not int
                 or not set(map(type, gaps)) <= _INT
                 or abs(time0) + sum(map(abs, gaps)) > MAX_SAFE_INTEGER or seq0 + len(texts) > MAX_SAFE_INTEGER):
@@ -74,11 +84,22 @@ def lean_row(row: Any, kind: str, seq0: int) -> int:
     return len(texts)
 
 
+@implies(reference=(parse_event, upgrade, check_content),
+         rules=(*rule_ids("SESSION-LEGACY-UPGRADE", 1, 4), "SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 7),
+                *rule_ids("SESSION-CORE-EVENTS", 1, 2), *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4),
+                *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5), *rule_ids("SESSION-MESSAGE-SHAPE", 1, 8),
+                *rule_ids("SESSION-REQUEST-HEADER", 1, 4), "SESSION-UNKNOWN-EVENT-GATE.1"),
+         assumes=(*rule_ids("SESSION-LOSSLESS-JSON", 1, 6), "SESSION-EVENT-ENVELOPE.3", "SESSION-STORAGE-SEQ.1"))
 def survey(values: list[Any], plain: frozenset[str], rows: bool) -> list[Run]:
     """The runs of `values` (one parsed, canonical block) that the fast path takes; see the module docstring.
 
     `plain` is the log-only types a record may have with nothing but the four envelope keys
     (the catalog's, less what needs the exact path); `rows` whether packed chunk rows expand.
+    Every record of a run passes `parse_event` and `check_content`, and its type is in the
+    catalog, given what the callers establish: the values are lossless JSON (the block parse
+    proved their text canonical), and the fold takes a run only where its first seq is the one
+    the log expects, so its seqs continue the log (SESSION-STORAGE-SEQ.1) and are non-negative
+    safe integers (SESSION-EVENT-ENVELOPE.3).
 
     The conditions are spelled for speed: a record's keys are exactly those its lookups find
     when their number is the record's length; a lookup that fails (KeyError, or TypeError on a
@@ -105,10 +126,10 @@ def survey(values: list[Any], plain: frozenset[str], rows: bool) -> list[Run]:
                 kind = record["type"]
                 size = len(record)
                 if size == 4 and kind in plain:
-                    # type, seq, time, data and nothing else.
+                    # type, seq, time, data and nothing else; a legacy turn shape is the upgrade's to judge.
                     seq, time = record["seq"], record["time"]
                     if (seq != nxt or type(seq) is not int or type(time) is not int or not _LOW <= time <= MAX_SAFE_INTEGER
-                            or "data" not in record):
+                            or "data" not in record or (kind in _TURNS and may_upgrade(kind, record["data"]))):
                         break
                     nxt += 1
                 elif size == 5 or size == 6:
@@ -118,52 +139,8 @@ def survey(values: list[Any], plain: frozenset[str], rows: bool) -> list[Run]:
                     if (kind not in SURFACE_TYPES or seq != nxt or type(seq) is not int or type(time) is not int
                             or not _LOW <= time <= MAX_SAFE_INTEGER):
                         break
-                    # SESSION-MESSAGE-SHAPE, as `checker._fast_message` decides it.
-                    message = data if kind == USER_MESSAGE else data["message"]
-                    ident, role, source, content = message["id"], message["role"], message["source"], message["content"]
-                    if type(ident) is not str or not ident or type(source) is not dict or type(content) is not list:
+                    if not (message_shape_holds(kind, data) and (size == 5 or sources_hold(kind, seq, sources))):
                         break
-                    source_kind = source["kind"]
-                    if kind == ASSISTANT_MESSAGE:
-                        provider, model = source["provider"], source["model"]
-                        if (role != "assistant" or source_kind != "model" or type(provider) is not str or not provider
-                                or type(model) is not str or not model):
-                            break
-                    elif role != "user" or type(source_kind) is not str or not source_kind:
-                        break
-                    elif kind == TOOL_RESULT:
-                        call_id = source["callId"]
-                        if source_kind != "tool" or type(call_id) is not str or not call_id or len(content) != 1:
-                            break
-                        block = content[0]
-                        if (type(block) is not dict or block["type"] != "tool-result" or type(block["content"]) is not list
-                                or block["toolCallId"] != call_id):
-                            break
-                    # SESSION-SURFACE-PROVENANCE.1-.5.
-                    if size == 6:
-                        if type(sources) is not list:
-                            break
-                        if len(sources) == 1:
-                            if type(sources[0]) is not int or not 0 <= sources[0] < seq:
-                                break
-                        elif sources:
-                            low = sources[0]
-                            if (type(low) is int and low > 1 and sources == list(range(low, low + len(sources)))
-                                    and type(sum(sources)) is int):
-                                # The usual chunk run: equal to ints above 1 (so no bool), an int sum (so no
-                                # float), distinct, from the first to the last.
-                                if low + len(sources) > seq:
-                                    break
-                            elif set(map(type, sources)) != _INT:
-                                break
-                            elif all(map(lt, sources, islice(sources, 1, None))):
-                                # Ascending ints are distinct, from the first to the last.
-                                if low < 0 or sources[-1] >= seq:
-                                    break
-                            elif min(sources) < 0 or max(sources) >= seq or len(set(sources)) != len(sources):
-                                break
-                        elif kind != ASSISTANT_MESSAGE:
-                            break
                     if op == "append":
                         if not appended:
                             appended = ([], [], [])
@@ -171,15 +148,16 @@ def survey(values: list[Any], plain: frozenset[str], rows: bool) -> list[Run]:
                         appended[0].append(seq)
                         appended[1].append((kind, data if kind == TOOL_RESULT else None))
                         appended[2].append(at)
-                    elif type(op) is dict:
-                        # A replace is the fold's to place; here only its form, an object.
+                    elif (type(op) is dict and len(op) == 3 and op["op"] == "replace" and type(op["op"]) is str
+                          and is_nonneg_safe_int(op["start"]) and is_nonneg_safe_int(op["end"])):
+                        # A replace marker (SESSION-SURFACE-PROJECTION.4); the fold places it on the surface.
                         ops.append((at, seq, kind, data if kind == TOOL_RESULT else None, op, sources))
                         appended = None
                     else:
                         break
                     nxt += 1
-                elif rows and size == 4 and kind in ROW_TAGS and record["seq0"] == nxt and type(record["seq0"]) is int:
-                    members = lean_row(record, kind, nxt)
+                elif rows and size == 4 and kind in ROW_TAGS and record["seq0"] == nxt:
+                    members = lean_row(record, kind)
                     if not members:
                         break
                     nxt += members

@@ -1,6 +1,6 @@
 """Processes that parse and survey blocks of a JSONL log while this one folds the blocks before.
 
-Why: parsing a block (proving it canonical) and surveying it (`sources._block`, `survey.survey`) is most of
+Why: parsing a block (proving it canonical) and surveying it (`blocks.parse_block`, `survey.survey`) is most of
 a check's work and needs no state, so on a machine with a core to spare it can run beside the
 stateful fold. What crosses the pipes: this process sends a block's exact bytes; the surveyor
 answers with whatever `work` makes of them (for the checker, the block's runs as JSON).

@@ -2,7 +2,7 @@
 
     result = storage.load(path)                 # LoadResult: header, events, closers, torn, upgrades
     storage.save(path, header, events)          # a new log, published atomically
-    log = storage.open_log(path); log.append(batch)   # durable batches
+    log = storage.open_for_append(path); log.append(batch)   # durable batches
     storage.repair(path)                        # commit the torn-tail cut and the closers
     for line, event in storage.stream(path): ...      # bounded-memory reading for a checker
 
@@ -18,7 +18,9 @@ from typing import Any
 
 from sessionspec.catalog import CATALOGS, DEFAULT_CATALOG, Catalog
 from sessionspec.envelope import Event
-from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsonvalue import FrozenDict, Json, json_equal
+from sessionspec.storage.durable import VERIFIED, remove_stale_temps
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult, TornTail, finish_load, gate_events
 from sessionspec.storage.jsonl import JsonlReader, JsonlWriter
@@ -31,7 +33,7 @@ Reader = JsonlReader | ZstdReader | SqliteReader
 Writer = JsonlWriter | ZstdWriter | SqliteWriter
 
 __all__ = [
-    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "Unreadable", "detect", "encode_segment", "load", "open_log", "project_key",
+    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "Unreadable", "detect", "encode_segment", "load", "open_for_append", "project_key",
     "repair", "save", "session_path", "stream",
 ]
 
@@ -57,17 +59,21 @@ def load(path: Path | str, *, catalog: Catalog | str | None = None, session_id: 
 
     `impl` names the implementation whose seeding validates the whole log (sessionspec.testing.implementations).
     """
-    reader = _reader(Path(path), session_id)
+    return load_from(_reader(Path(path), session_id), str(path), catalog=_catalog(catalog), impl=impl)
+
+
+def load_from(reader: Reader, path: str, *, catalog: Catalog, impl: str) -> LoadResult:
+    """The load gate over what an open reader reads (a stored log, or a repair's result before it is committed)."""
     upgrades: list[LegacyUpgrade] = []
     events: list[Event] = []
     lines: list[int | None] = []
-    for line, event in gate_events(reader.records(), reader.header, str(path), catalog=_catalog(catalog), upgrades=upgrades):
+    for line, event in gate_events(reader.records(), reader.header, path, catalog=catalog, upgrades=upgrades):
         events.append(event)
         lines.append(line)
     recovered = 0
     if isinstance(reader, ZstdReader) and reader.recovered_from is not None:
         recovered = len(events) - reader.recovered_from
-    return finish_load(str(path), reader.format, reader.header, events, lines, reader.torn, upgrades, recovered=recovered,
+    return finish_load(path, reader.format, reader.header, events, lines, reader.torn, upgrades, recovered=recovered,
                        revision=reader.revision, impl=impl)
 
 
@@ -117,26 +123,55 @@ def _writer_for(result: LoadResult, path: Path, next_seq: int) -> Writer:
     return _writer_class(result.format)(path, next_seq)  # type: ignore[no-any-return]
 
 
-def open_log(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
-             impl: str = "model") -> Log:
+def open_for_append(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
+                    impl: str = "model") -> Log:
     """Load (through the gate) and open for appending; a log that needs repair is repaired first."""
     result = load(path, catalog=catalog, session_id=session_id, impl=impl)
-    if result.needs_repair:
-        result = repair(path, catalog=catalog, session_id=session_id, impl=impl, plan=result)
+    result = repair(path, catalog=catalog, session_id=session_id, impl=impl, plan=result)
     return Log(Path(path), result.format, _writer_for(result, Path(path), len(result.events)))
 
 
 def repair(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
            impl: str = "model", plan: LoadResult | None = None) -> LoadResult:
-    """Commit what load found durably: cut the torn tail, append the closers; then load again.
+    """Commit what load found durably: cut the torn tail, append the closers; returns the repaired log, as verified.
 
     `plan` is a load of this log already made (and perhaps shown, as `sessionspec repair` does):
     it is what gets committed, and only if the log has not changed since (SESSION-STORAGE-WRITE.4).
+    The result is read back before it is committed and must be exactly the loaded events plus the
+    closers (SESSION-STORAGE-WRITE.5); otherwise nothing is written.
     """
+    # SESSION-STORAGE-WRITE.6: a dead writer's temp file goes, whether or not the log itself needs anything.
+    remove_stale_temps(Path(path))
     result = plan if plan is not None else load(path, catalog=catalog, session_id=session_id, impl=impl)
     if not result.needs_repair:
         return result
     keep = len(result.events) - result.recovered
     writer = _writer_for(result, Path(path), keep)
-    writer.commit_repair(result.torn, list(result.closers), list(result.events[keep:]), revision=result.revision)
-    return load(path, catalog=catalog, session_id=session_id, impl=impl)
+    chosen = _catalog(catalog)
+
+    def verify(reader: Reader) -> LoadResult:
+        return verified(result, reader, catalog=chosen, impl=impl)
+
+    return writer.commit_repair(result, verify)
+
+
+def verified(result: LoadResult, reader: Reader, *, catalog: Catalog, impl: str) -> LoadResult:
+    """SESSION-STORAGE-WRITE.5: `reader` reads a repair's result; it must load as the loaded events plus the closers.
+
+    Equal events mean no record that loaded was removed, and nothing was added but the closers;
+    no torn tail and no closers left mean the repair finished the job.
+    """
+    try:
+        after = load_from(reader, result.path, catalog=catalog, impl=impl)
+    except SpecViolation as violation:
+        raise SpecViolation(VERIFIED, Kind.INTERNAL, f"{result.path}: repair not written: its result does not load "
+                            f"({violation.rule}: {violation.message})") from None
+    expected = [*result.events, *result.closers]
+    same = len(after.events) == len(expected) and all(
+        json_equal(a.to_json(), b.to_json()) for a, b in zip(after.events, expected, strict=True))
+    if after.torn is not None or after.closers or not same:
+        raise SpecViolation(VERIFIED, Kind.INTERNAL,
+                            f"{result.path}: repair not written: its result reads back as {len(after.events)} events"
+                            f"{' with a torn tail' if after.torn is not None else ''}, not the {len(result.events)} "
+                            f"loaded events and {len(result.closers)} closers")
+    return after

@@ -25,6 +25,7 @@ ROW_PAYLOAD = define("SESSION-CHUNK-ROWS.4", Kind.ENVELOPE, "one string per memb
 ROW_BOUNDS = define("SESSION-CHUNK-ROWS.5", Kind.ENVELOPE, "a SQLite row holds 3 to 1,024 members and at most 1 MiB of data")
 ROW_PACKING = define("SESSION-CHUNK-ROWS.6", Kind.INTERNAL, "runs of 3 or more eligible chunks are packed; reading always expands")
 ROW_TAG_RESERVED = define("SESSION-CHUNK-ROWS.7", Kind.ENVELOPE, "no event is stored verbatim under a row tag")
+ROW_MEMBERS = define("SESSION-CHUNK-ROWS.8", Kind.ENVELOPE, "a packed row holds at most 65,536 members on every backend")
 
 CHUNK = "assistant/chunk"
 TEXT_ROW, REASONING_ROW, TOOL_ROW = "text-chunks", "reasoning-chunks", "tool-call-chunks"
@@ -36,6 +37,9 @@ _TOOL_KEYS = frozenset({"turn", "step", "index", "id", "dt", "args"})
 
 SQLITE_MIN_MEMBERS, SQLITE_MAX_MEMBERS, SQLITE_MAX_BYTES = 3, 1024, 1 << 20
 """The SQLite codec's bounds (a frozen copy of the core codec with limits, notes §5.21)."""
+MAX_MEMBERS = 1 << 16
+"""Every backend's bound (SESSION-CHUNK-ROWS.8): a row of n members expands to n events in memory, about 1 KiB each,
+where its text costs as little as 5 bytes a member; without a bound one 25 MB line is 5 M events and gigabytes."""
 
 
 def _number(value: object) -> bool:
@@ -142,7 +146,12 @@ def pack(records: Iterable[Json], *, sqlite: bool = False) -> list[Json]:
             out.extend(run)
             continue
         if not sqlite:
-            out.append(row(run))
+            # SESSION-CHUNK-ROWS.8: runs longer than the bound become several rows, each the largest that fits.
+            start = 0
+            while len(run) - start >= SQLITE_MIN_MEMBERS:
+                out.append(row(run[start:start + MAX_MEMBERS]))
+                start += MAX_MEMBERS
+            out.extend(run[start:])
             continue
         start = 0
         while len(run) - start >= SQLITE_MIN_MEMBERS:
@@ -198,6 +207,9 @@ def decode(record: Json, *, sqlite: bool = False) -> list[Json]:
             raise _malformed(tag, ROW_FIELDS, f"{field} is not a string")
     field = "args" if tag == TOOL_ROW else "texts"
     texts, gaps = data[field], data["dt"]
+    # .8 Bounded before anything is expanded: a row's members are events in memory.
+    if isinstance(texts, list) and len(texts) > MAX_MEMBERS:
+        raise _malformed(tag, ROW_MEMBERS, f"{len(texts)} members, more than {MAX_MEMBERS}")
     # .4 One string per member, one safe-integer gap between consecutive members.
     if not isinstance(texts, list) or not texts or not all(type(t) is str for t in texts):
         raise _malformed(tag, ROW_PAYLOAD, f"{field} is not a non-empty array of strings")

@@ -6,16 +6,24 @@ not at all (temp file, fsync, hard link, directory fsync), a batch is acknowledg
 fsync, and a failed write truncates the file back to the size it had.
 
 Every write to an existing log holds an exclusive advisory lock (`flock`) on it, so a repair can
-check, under that lock, that the log is still the one its closers were computed from.
+check, under that lock, that the log is still the one its closers were computed from, and a
+repair is read back before it is written (`spliced`: the kept bytes, then the new ones).
+
+A writer killed between creating its temp file and publishing it leaves the temp file behind;
+its name carries the writer's pid, so the next save or repair of that log removes it once the
+writer is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import os
+import re
 import secrets
 from pathlib import Path
+from typing import BinaryIO
 
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.rules import define
@@ -25,6 +33,10 @@ ACKNOWLEDGE = define("SESSION-STORAGE-WRITE.2", Kind.INTERNAL, "a batch is ackno
 ROLLBACK = define("SESSION-STORAGE-WRITE.3", Kind.INTERNAL, "a failed append leaves the file at its previous size")
 STALE = define("SESSION-STORAGE-WRITE.4", Kind.INTERNAL,
                "a repair commits only if, under the write lock, the log is still the one it was computed from")
+VERIFIED = define("SESSION-STORAGE-WRITE.5", Kind.INTERNAL,
+                  "a repair is written only once its result reads back as the loaded events plus the closers")
+TEMP_FILES = define("SESSION-STORAGE-WRITE.6", Kind.INTERNAL,
+                    "a temp file names its writer's pid; the next save or repair of the log removes those of dead writers")
 
 
 def fsync_directory(directory: Path) -> None:
@@ -35,10 +47,39 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, under another user
+    return True
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """SESSION-STORAGE-WRITE.6: remove the temp files of `path` whose writer is no longer running; returns them."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.([0-9]+)\.[0-9a-f]{{12}}\.tmp")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
 def publish(path: Path, content: bytes) -> None:
     """SESSION-STORAGE-WRITE.1: write a temp file, fsync it, hard-link it into place, fsync the directory."""
     path = Path(path)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    remove_stale_temps(path)
+    # SESSION-STORAGE-WRITE.6: the pid in the name tells a later writer whether this one is gone.
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
@@ -79,8 +120,12 @@ def append(path: Path, content: bytes) -> None:
         os.close(fd)
 
 
-def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes) -> None:
-    """SESSION-STORAGE-WRITE.4: under the lock, the log must be as read; then cut it to `keep` bytes and append."""
+def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes) -> os.stat_result:
+    """SESSION-STORAGE-WRITE.4: under the lock, the log must be as read; then cut it to `keep` bytes and append.
+
+    Returns the file's status once written, for the revision token of the repaired log.
+    """
+    remove_stale_temps(Path(path))
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -94,8 +139,55 @@ def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes) 
             os.ftruncate(fd, keep)
             os.fsync(fd)
         _append_locked(fd, path, content)
+        return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+class _Spliced(io.RawIOBase):
+    """The bytes `path[:keep] + content`, seekable, without writing them: what a repair would leave."""
+
+    def __init__(self, path: Path, keep: int, content: bytes) -> None:
+        self._file = open(path, "rb")  # noqa: SIM115 - closed with this stream
+        self._keep = keep
+        self._content = content
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        size = self._keep + len(self._content)
+        self._pos = max(0, {io.SEEK_SET: offset, io.SEEK_CUR: self._pos + offset, io.SEEK_END: size + offset}[whence])
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        if self._pos < self._keep:
+            self._file.seek(self._pos)
+            got = self._file.readinto(view[: min(len(view), self._keep - self._pos)])
+        else:
+            at = self._pos - self._keep
+            chunk = self._content[at: at + len(view)]
+            view[: len(chunk)] = chunk
+            got = len(chunk)
+        self._pos += got
+        return got
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def spliced(path: Path, keep: int, content: bytes) -> BinaryIO:
+    """SESSION-STORAGE-WRITE.5: a stream of what a repair that keeps `keep` bytes and appends `content` leaves."""
+    return io.BufferedReader(_Spliced(path, keep, content), buffer_size=1 << 20)
 
 
 def _append_locked(fd: int, path: Path, content: bytes) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 
 from sessionspec import live, model
 from sessionspec.catalog import DEFAULT_CATALOG, Catalog
-from sessionspec.envelope import Event, parse_event, validate_header
+from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
 from sessionspec.repair import closers as repair_closers
 from sessionspec.rules import define
@@ -50,13 +51,19 @@ SUPPORTED_VERSION = 0
 
 @dataclass(frozen=True, slots=True)
 class TornTail:
-    """Where the committed log ends: the first dropped line or seq, the byte offset to keep, and why."""
+    """Where the committed log ends: the first dropped line (None for SQLite) and seq, the byte offset to keep, and why.
+
+    `row` is SQLite's: the `seq` column of the first row the cut removes, the defective row itself.
+    It is not always `seq`: a packed row that overlaps the next one makes the defective row repeat
+    an earlier seq, and a cut at the expected seq would leave it in place.
+    """
 
     line: int | None
     seq: int
     offset: int
     reason: str
     rule: str
+    row: int | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,16 @@ def has_turn_end(records: list[Json]) -> bool:
     return any(isinstance(r, dict) and r.get("type") == "turn/end" for r in records)
 
 
+def may_end_turn(raw: bytes) -> bool:
+    """Whether stored text could hold a `turn/end` record: without the literal name and without an escape, it cannot.
+
+    Once a defect is pending, a turn/end is all a reader still looks for (SESSION-TORN-TAIL.2),
+    so text that cannot hold one is passed over unparsed: a tail of millions of junk lines costs
+    a byte search, not millions of parses.
+    """
+    return b"turn/end" in raw or b"\\" in raw
+
+
 @dataclass
 class Scanner:
     """Reads storage records in order and decides where the committed log ends.
@@ -174,6 +191,8 @@ class Scanner:
         `line` is the file line (JSONL) or the row's seq (SQLite); `read` turns `raw` into the
         storage record (default: lossless JSON text).
         """
+        if self.pending is not None and type(raw) is bytes and not may_end_turn(raw):
+            return []
         try:
             value = (read or self._parse)(raw)
             records = decode(value, sqlite=self.sqlite)
@@ -221,7 +240,11 @@ class Scanner:
         """The torn tail, if any: from the pending defect, or the final unterminated fragment."""
         if self.pending is not None:
             violation, line, seq = self.pending
-            self.torn = TornTail(line, seq, self.committed_end, f"{violation.rule}: {violation.message}", TORN_DEFECT)
+            reason = f"{violation.rule}: {violation.message}"
+            if self.sqlite:
+                self.torn = TornTail(None, seq, 0, reason, TORN_DEFECT, row=line)
+            else:
+                self.torn = TornTail(line, seq, self.committed_end, reason, TORN_DEFECT)
         elif fragment:
             self.torn = TornTail(fragment_line, self.expected, self.committed_end,
                                  "the final record has no terminator (an interrupted write)", TORN_FRAGMENT)

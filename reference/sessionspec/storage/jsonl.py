@@ -8,22 +8,26 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO, Self
+from typing import Any, BinaryIO, Self
 
 from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.storage import durable
+from sessionspec.storage.formats import open_regular
 from sessionspec.storage.gate import (
     HEADER_LINE,
     MAX_RECORD_BYTES,
     RECORD_SIZE,
+    LoadResult,
     Scanner,
     TornTail,
     header_from_record,
     located,
+    may_end_turn,
     refuse,
 )
 from sessionspec.storage.losslessparse import parse
@@ -72,15 +76,19 @@ class FileReader(ABC):
     """A reader that owns its open log file: `records()` closes it once exhausted, `close()` at any time.
 
     After `records()` is exhausted, `torn` is the torn tail (or None) and `revision` the revision
-    token of what was read, which a repair must still find (SESSION-STORAGE-WRITE.4).
+    token of what was read, which a repair must still find (SESSION-STORAGE-WRITE.4). With
+    `stream`, the reader reads that stream as the file at `path` (a repair's result, before it is
+    written: SESSION-STORAGE-WRITE.5); its revision is then empty.
     """
 
     format: str
 
-    def __init__(self, path: Path, session_id: str | None = None) -> None:
+    def __init__(self, path: Path, session_id: str | None = None, *, stream: BinaryIO | None = None) -> None:
         self.path = Path(path)
         self._name = str(path)
-        self._stream: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed by records() or close()
+        # SESSION-STORAGE-RECORD.2: a FIFO or a device is refused before it is read.
+        self._stream: BinaryIO = stream if stream is not None else open_regular(self.path)
+        self._real = stream is None
         self.torn: TornTail | None = None
         self.revision: tuple[int, ...] = ()
         try:
@@ -106,6 +114,17 @@ class FileReader(ABC):
     def close(self) -> None:
         self._stream.close()
 
+    def _revision(self, size: int) -> tuple[int, ...]:
+        """The revision token of the file as read up to `size` (none for a stream that is not the file)."""
+        return durable.revision(os.fstat(self._stream.fileno()), size) if self._real else ()
+
+    def _size(self) -> int:
+        if self._real:
+            return os.fstat(self._stream.fileno()).st_size
+        size = self._stream.seek(0, os.SEEK_END)
+        self._stream.seek(0)
+        return size
+
 
 class JsonlReader(FileReader):
     """The committed records of a JSONL log, with its torn tail decided at the end."""
@@ -119,18 +138,47 @@ class JsonlReader(FileReader):
 
     def _records(self) -> Iterator[tuple[int | None, Json]]:
         line, offset = 1, self._offset
-        while True:
+        while self.scanner.pending is None:
             line += 1
             raw = _read_line(self._stream, self._name, line)
             offset += len(raw)
             if not raw.endswith(b"\n"):
                 # EOF: what was read is what a repair must still find (SESSION-STORAGE-WRITE.4).
-                self.revision = durable.revision(os.fstat(self._stream.fileno()), offset)
+                self.revision = self._revision(offset)
                 # SESSION-TORN-TAIL.1: a non-empty final fragment is an interrupted write.
                 self.torn = self.scanner.finish(fragment_line=line, fragment=bool(raw))
                 return
             for record in self.scanner.feed(line, raw[:-1], offset):
                 yield line, record
+        offset = yield from self._after_defect(line, offset)
+        self.revision = self._revision(offset)
+        self.torn = self.scanner.finish()
+
+    def _after_defect(self, line: int, offset: int) -> Generator[tuple[int | None, Json], None, int]:
+        """The rest of the file once a defect is pending: only a later turn/end matters (SESSION-TORN-TAIL.2).
+
+        Read in blocks; a block of whole lines that cannot hold a turn/end is counted, not parsed.
+        Returns the offset of the end of the file.
+        """
+        carry = b""
+        while block := self._stream.read(_PIECE):
+            offset += len(block)
+            head = block.find(b"\n")
+            # SESSION-STORAGE-RECORD.1: refused at its line, as a line read alone is (only the line
+            # that spans the carry can be longer than a block).
+            if len(carry) + (head if head >= 0 else len(block)) > MAX_RECORD_BYTES:
+                raise refuse(RECORD_SIZE, Kind.JSON, self._name,
+                             f"record at line {line + 1} exceeds {MAX_RECORD_BYTES} bytes", line=line + 1)
+            data = carry + block
+            cut = data.rfind(b"\n") + 1
+            whole, carry = data[:cut], data[cut:]
+            if not may_end_turn(whole):
+                line += whole.count(b"\n")
+                continue
+            for raw in whole.split(b"\n")[:-1]:
+                line += 1
+                yield from ((line, record) for record in self.scanner.feed(line, raw, offset))
+        return offset
 
 
 class JsonlWriter:
@@ -171,12 +219,21 @@ class JsonlWriter:
         durable.append(self.path, self._batch(batch, self.packed))
         self.next_seq += len(batch)
 
-    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event], *,
-                      revision: tuple[int, ...]) -> None:
+    def commit_repair(self, result: LoadResult, verify: Callable[[Any], LoadResult]) -> LoadResult:
         """Cut the torn tail and append the recovered events and the closers as one batch, durably.
 
-        SESSION-STORAGE-WRITE.4: only if the file is still at the `revision` the repair was computed from.
+        SESSION-STORAGE-WRITE.5: first the result is read back (the kept bytes, then the new
+        ones) and must verify; SESSION-STORAGE-WRITE.4: then it is written only if the file is
+        still at the revision the repair was computed from.
         """
-        batch = as_events([*recovered, *closers], self.next_seq)
-        durable.repair(self.path, revision, None if torn is None else torn.offset, self._batch(batch, self.packed))
+        torn, revision = result.torn, result.revision
+        batch = as_events([*result.events[self.next_seq:], *result.closers], self.next_seq)
+        content = self._batch(batch, self.packed)
+        keep = torn.offset if torn is not None else revision[2]
+        verified = verify(self.reader(self.path, result.header["id"], stream=durable.spliced(self.path, keep, content)))
+        written = durable.repair(self.path, revision, None if torn is None else torn.offset, content)
         self.next_seq += len(batch)
+        return replace(verified, revision=durable.revision(written, written.st_size))
+
+    reader: type[FileReader] = JsonlReader
+    """The reader of what this writer writes: a repair's result is read back with it."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from sessionspec.envelope import APPEND, Event, Replace
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.jsonvalue import Json, is_safe_int, snapshot, thaw
+from sessionspec.jsonvalue import Json, is_nonempty_str, is_safe_int, snapshot, thaw
 from sessionspec.rules import define
 
 TURN_START = define("SESSION-LEGACY-UPGRADE.1", Kind.ENVELOPE,
@@ -45,10 +45,6 @@ def _malformed(rule: str, what: str, seq: int) -> SpecViolation:
     return SpecViolation(rule, Kind.ENVELOPE, f"malformed pre-react-loop {what} at seq {seq}", seq=seq)
 
 
-def _nonempty_str(value: object) -> bool:
-    return type(value) is str and value != ""
-
-
 _SIMPLE_REASONS = ("completed", "blocked", "max-tokens", "interrupted")
 
 
@@ -76,6 +72,32 @@ def _turn_end_reason(reason: Json, seq: int) -> Json | None:
     return None
 
 
+def may_upgrade(kind: object, data: object) -> bool:
+    """Whether `upgrade` could change or refuse an event of this type and data: cheap, and never wrong when False.
+
+    For a reader that builds no Event for a current record (`sessionspec show`): only what this
+    admits needs `upgrade` itself.
+    """
+    if type(data) is not dict:
+        return False
+    if kind == "turn/start":
+        return "trigger" in data
+    if kind == "turn/end":
+        if "reason" not in data:
+            return False
+        reason = data["reason"]
+        if type(reason) is not dict or type(reason.get("kind")) is not str:
+            return True
+        reason_kind = reason["kind"]
+        return ((reason_kind in _SIMPLE_REASONS and len(reason) != 1) or (reason_kind == "aborted" and "reason" not in reason)
+                or reason_kind == "disposed" or (reason_kind == "error" and "error" not in reason))
+    if kind == "steering/message":
+        return True
+    if kind == "user/message":
+        return "id" not in data
+    return kind in ("assistant/message", "tool/result") and "message" not in data
+
+
 def upgrade(event: Event, session_id: str, message_ids: Mapping[int, str]) -> tuple[Event, str, str] | None:
     """The upgraded event, its rule and a summary, or None when `event` is current.
 
@@ -90,7 +112,7 @@ def upgrade(event: Event, session_id: str, message_ids: Mapping[int, str]) -> tu
         # .1 The trigger moved out of turn/start; only its exact old shape is understood.
         trigger = data["trigger"]
         if not (set(data) == {"turn", "trigger"} and is_safe_int(data["turn"]) and data["turn"] >= 1
-                and isinstance(trigger, dict) and _nonempty_str(trigger.get("kind"))):
+                and isinstance(trigger, dict) and is_nonempty_str(trigger.get("kind"))):
             raise _malformed(TURN_START, "turn/start", seq)
         rule, new_data, summary = TURN_START, {"turn": data["turn"]}, "turn/start trigger dropped"
     elif event.type == "turn/end" and "reason" in data:
@@ -176,4 +198,4 @@ class Upgrader:
         return event
 
 
-__all__ = ["LegacyUpgrade", "Upgrader", "legacy_id", "upgrade"]
+__all__ = ["LegacyUpgrade", "Upgrader", "legacy_id", "may_upgrade", "upgrade"]

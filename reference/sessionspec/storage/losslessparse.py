@@ -12,6 +12,7 @@ recursion limit (DESIGN decision 4: no depth limit, tested at 100,000 levels).
 
 from __future__ import annotations
 
+import gc
 import json
 import json.decoder
 import math
@@ -31,6 +32,9 @@ UNSAFE_INT = define("SESSION-LOSSLESS-TEXT.4", Kind.JSON, "integers outside +-(2
 NEGATIVE_ZERO = define("SESSION-LOSSLESS-TEXT.5", Kind.JSON, "-0 in any spelling is refused")
 DUPLICATE_KEY = define("SESSION-LOSSLESS-TEXT.6", Kind.JSON, "an object names each key once")
 
+MAX_INT_DIGITS = 16
+"""2**53-1 has 16 digits and JSON allows no leading zeros, so a longer integer text is out of range by its length."""
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -47,10 +51,11 @@ def _int(text: str) -> int:
     # .5 "-0" is read as 0 by some readers and as -0 by JavaScript.
     if text == "-0":
         _refuse(NEGATIVE_ZERO, "negative zero (-0)")
-    try:
-        value = int(text)
-    except ValueError:  # more digits than Python converts: certainly out of range
-        _refuse(UNSAFE_INT, f"integer with {len(text)} digits is outside +-(2**53-1)")
+    digits = len(text) - text.startswith("-")
+    # .4 by its length first: converting a long digit string costs time quadratic in its length.
+    if digits > MAX_INT_DIGITS:
+        _refuse(UNSAFE_INT, f"integer of {digits} digits is outside +-(2**53-1) (at most {MAX_INT_DIGITS} digits)")
+    value = int(text)
     # .4 Beyond 2**53-1 a JavaScript reader rounds the integer to another one.
     if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         _refuse(UNSAFE_INT, f"integer {text[:40]} is outside +-(2**53-1)")
@@ -103,7 +108,22 @@ _LITERALS = {"true": True, "false": False, "null": None}
 
 
 def _parse_iterative(text: str) -> Json:
-    """The same grammar and checks as `parse`, with an explicit stack instead of recursion."""
+    """The same grammar and checks as `parse`, with an explicit stack instead of recursion.
+
+    The cycle collector is paused meanwhile: parsed JSON holds no cycles, and a deep value is
+    hundreds of thousands of new containers, each of which could trigger a collection that walks
+    every object the process holds (seconds, in a large process).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_stack(text)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_stack(text: str) -> Json:
     pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
     stack: list[tuple[Any, str | None]] = []  # (container being built, pending key for objects)
     root: Any = None

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sessionspec.envelope import HEADER_KEYS, Event, parse_event, validate_header
+from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import HEADER_KEYS, validate_header
 from sessionspec.jsonvalue import FrozenDict, Json, thaw
 from sessionspec.storage.chunkrows import check_storable, pack
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, SEQ

@@ -5,41 +5,53 @@ is checked before anything is read or written, and any other version is refused 
 direction named (bump-and-reject: there is no migration, so reading a different physical
 format would mean guessing). Each durable batch is one `BEGIN IMMEDIATE` transaction in WAL mode
 with `synchronous = FULL`, so an acknowledged batch survives a crash and a torn one never appears.
+
+SQLite itself may fail on a damaged file at any statement ("database disk image is malformed",
+a malformed schema): every such error becomes a refusal naming SESSION-SQLITE-ROW.4 and where
+the read stood, never a traceback. The row codec is `sqliterows`.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import zstandard
-
-from sessionspec.envelope import HEADER_KEYS, Event
+from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, is_nonneg_safe_int, thaw
+from sessionspec.header import HEADER_KEYS
+from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, thaw
 from sessionspec.rules import define
 from sessionspec.storage import formats
-from sessionspec.storage.chunkrows import ROW_TAGS, check_storable, pack
-from sessionspec.storage.durable import PUBLISH, STALE
-from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, Scanner, TornTail, header_from_record, refuse
-from sessionspec.storage.losslessparse import decode_utf8, dumps, parse
+from sessionspec.storage.chunkrows import check_storable, pack
+from sessionspec.storage.durable import PUBLISH, STALE, VERIFIED
+from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, LoadResult, Scanner, TornTail, header_from_record, refuse
 from sessionspec.storage.records import as_events, checked_header
+from sessionspec.storage.sqliterows import (
+    DATA,
+    DISCRIMINATOR,
+    ROW_QUERY,
+    VARINT,
+    bind_record,
+    decode_seqs,
+    encode_seqs,
+    read_row,
+    row_members,
+    text,
+    text_factory,
+)
 
 SCHEMA_VERSION = define("SESSION-SQLITE-SCHEMA.1", Kind.VERSION, "user_version is 17; other versions are refused, naming the direction")
 APPLICATION = define("SESSION-SQLITE-SCHEMA.2", Kind.VERSION, "application_id is 1146308688 (0x44534850)")
 UNVERSIONED = define("SESSION-SQLITE-SCHEMA.3", Kind.VERSION, "a database without this identity, or not a database, is refused")
 OBJECTS = define("SESSION-SQLITE-SCHEMA.4", Kind.VERSION, "the three STRICT tables have the required columns")
-VARINT = define("SESSION-SQLITE-ROW.1", Kind.ENVELOPE, "source_event_seqs is NULL or a canonical varint BLOB of safe seqs")
-DATA = define("SESSION-SQLITE-ROW.2", Kind.JSON, "data is JSON TEXT, or a zstd BLOB of JSON text")
-DISCRIMINATOR = define("SESSION-SQLITE-ROW.3", Kind.ENVELOPE,
-                       "ignorable is NULL or 1 on events; 0 only on packed rows, with a row tag and no surface columns")
+DAMAGED = define("SESSION-SQLITE-ROW.4", Kind.ENVELOPE,
+                 "a database SQLite reports damaged is refused where the damage is met; it is never a torn tail")
 
 USER_VERSION = 17
 APPLICATION_ID = 1146308688
-COMPRESS_FROM = 4096
 
 DDL = (
     "CREATE TABLE persistence_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), store_id TEXT NOT NULL) STRICT",
@@ -62,120 +74,23 @@ HEADER_COLUMNS = {"version": "version", "id": "id", "createdAt": "created_at", "
 SQLITE_MAGIC = formats.SQLITE_MAGIC
 
 
-# --- the varint BLOB ------------------------------------------------------------------------------
+__all__ = ["DATA", "DISCRIMINATOR", "VARINT", "SqliteReader", "SqliteWriter", "decode_seqs", "encode_seqs"]
+_NOT_A_DATABASE = 26
+"""SQLITE_NOTADB: the file is not a database at all (its header is not SQLite's); anything else is damage."""
+DRIVER_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+"""What the driver raises on a damaged file: its own errors, and UnicodeDecodeError where SQLite's error message
+quotes damaged schema text that is not UTF-8."""
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def encode_seqs(seqs: Iterable[int]) -> bytes:
-    """The first seq as unsigned LEB128, each later one as a ZigZag delta."""
-    out, prev = bytearray(), None
-    for seq in seqs:
-        if prev is None:
-            out += _uvarint(seq)
-        else:
-            delta = seq - prev
-            out += _uvarint(delta * 2 if delta >= 0 else -delta * 2 - 1)
-        prev = seq
-    return bytes(out)
-
-
-def decode_seqs(blob: bytes) -> list[int]:
-    """SESSION-SQLITE-ROW.1: refuse truncated, non-canonical and out-of-range varints."""
-    values: list[int] = []
-    pos, prev = 0, None
-    while pos < len(blob):
-        value, shift, start = 0, 0, pos
-        while True:
-            if pos >= len(blob):
-                raise SpecViolation(VARINT, Kind.ENVELOPE, "source_event_seqs varint is truncated")
-            byte = blob[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-            if shift > 63:
-                raise SpecViolation(VARINT, Kind.ENVELOPE, "source_event_seqs varint is out of range")
-        if byte == 0 and pos - start > 1:
-            raise SpecViolation(VARINT, Kind.ENVELOPE, "source_event_seqs varint is not canonical")
-        seq = value if prev is None else prev + (value >> 1 if not value & 1 else -((value + 1) >> 1))
-        if not is_nonneg_safe_int(seq):
-            raise SpecViolation(VARINT, Kind.ENVELOPE, f"source_event_seqs value {seq} is out of range")
-        values.append(seq)
-        prev = seq
-    return values
-
-
-# --- rows ---------------------------------------------------------------------------------------
-
-
-def _bind_data(value: Json) -> str | bytes:
-    text = dumps(value)
-    raw = text.encode("utf-8")
-    if len(raw) < COMPRESS_FROM:
-        return text
-    blob: bytes = zstandard.ZstdCompressor(level=3).compress(raw)
-    return blob if len(blob) < len(raw) else text
-
-
-def _read_data(value: object) -> Json:
-    if isinstance(value, str):
-        return parse(value)
-    if isinstance(value, bytes):
-        try:
-            decoder = zstandard.ZstdDecompressor().decompressobj()
-            plain = decoder.decompress(value)
-            complete = decoder.eof
-        except zstandard.ZstdError as error:
-            raise SpecViolation(DATA, Kind.JSON, f"data BLOB does not decompress: {error}") from None
-        if not complete:
-            raise SpecViolation(DATA, Kind.JSON, "data BLOB is a truncated zstd frame")
-        return parse(decode_utf8(plain))
-    raise SpecViolation(DATA, Kind.JSON, f"data column holds {type(value).__name__}, not TEXT or BLOB")
-
-
-def bind_record(record: Json) -> tuple[Any, ...]:
-    """(seq, type, time, data, source_event_seqs, surface_op, ignorable) for one storage record."""
-    if record["type"] in ROW_TAGS:
-        return (record["seq0"], record["type"], record["time0"], _bind_data(record["data"]), None, None, 0)
-    sources = record.get("sourceEventSeqs")
-    op = record.get("surfaceOp")
-    return (record["seq"], record["type"], record["time"], _bind_data(record["data"]),
-            None if sources is None else encode_seqs(sources), None if op is None else dumps(op),
-            1 if record.get("ignorable") else None)
-
-
-def read_row(row: tuple[Any, ...]) -> Json:
-    """The storage record of one row (a packed row's record, or an event envelope)."""
-    seq, kind, time, data, sources, op, ignorable = row
-    if ignorable == 0:
-        # .3 The packed discriminator: a row tag and nothing of the surface.
-        if kind not in ROW_TAGS or sources is not None or op is not None:
-            raise SpecViolation(DISCRIMINATOR, Kind.ENVELOPE, f"row at seq {seq} is marked packed but is not a chunk row")
-        return {"type": kind, "seq0": seq, "time0": time, "data": _read_data(data)}
-    if ignorable not in (None, 1) or kind in ROW_TAGS:
-        raise SpecViolation(DISCRIMINATOR, Kind.ENVELOPE, f"row at seq {seq} has an invalid ignorable column or row tag")
-    record: dict[str, Json] = {"type": kind, "seq": seq, "time": time, "data": _read_data(data)}
-    if sources is not None:
-        if not isinstance(sources, bytes):
-            raise SpecViolation(VARINT, Kind.ENVELOPE, f"source_event_seqs at seq {seq} is not a BLOB")
-        record["sourceEventSeqs"] = decode_seqs(sources)
-    if op is not None:
-        record["surfaceOp"] = parse(op)
-    if ignorable == 1:
-        record["ignorable"] = True
-    return record
+def damaged(error: Exception, path: str, *, after: object = None, seq: int | None = None) -> SpecViolation:
+    """The refusal for an error SQLite raised: not a database (SESSION-SQLITE-SCHEMA.3) or damaged (SESSION-SQLITE-ROW.4)."""
+    if isinstance(error, UnicodeDecodeError):
+        error = sqlite3.DatabaseError(f"an error message that is not UTF-8 (damaged schema text): {error}")
+    if getattr(error, "sqlite_errorcode", None) == _NOT_A_DATABASE:
+        return refuse(UNVERSIONED, Kind.VERSION, path, f"not a SQLite session database: {error}")
+    # ROW.4: what lies past the damage cannot be read, so it cannot be judged a torn tail either.
+    where = "while opening it" if after is None else f"after the row at seq {after}"
+    return refuse(DAMAGED, Kind.ENVELOPE, path, f"the database is damaged: SQLite fails {where}: {error}", seq=seq)
 
 
 # --- the database identity ----------------------------------------------------------------------
@@ -184,30 +99,41 @@ def read_row(row: tuple[Any, ...]) -> Json:
 def connect(path: Path, *, write: bool) -> sqlite3.Connection:
     name = str(path)
     if not write or Path(path).exists():
-        with open(path, "rb") as stream:
+        # SESSION-STORAGE-RECORD.2: SQLite would block on a FIFO too; the file is judged before SQLite opens it.
+        with formats.open_regular(path) as stream:
             magic = stream.read(16)
         if magic != SQLITE_MAGIC and (magic or not write):
             raise refuse(UNVERSIONED, Kind.VERSION, name, "not a SQLite session database (bad file header)")
     try:
         uri = f"file:{Path(path).absolute()}" + ("" if write else "?mode=ro")
         connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+    except DRIVER_ERRORS as error:
+        raise damaged(error, name) from None
+    # SESSION-LOSSLESS-TEXT.1: TEXT arrives as bytes and is judged per value, never failing the whole query.
+    connection.text_factory = text_factory
+    try:
         connection.execute("PRAGMA foreign_keys = ON")
         if write:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = FULL")
-        return connection
-    except sqlite3.DatabaseError as error:
-        raise refuse(UNVERSIONED, Kind.VERSION, name, f"not a SQLite session database: {error}") from None
+    except DRIVER_ERRORS as error:
+        connection.close()
+        raise damaged(error, name) from None
+    return connection
 
 
 def check_identity(connection: sqlite3.Connection, path: str, *, initialise: bool) -> None:
     """SESSION-SQLITE-SCHEMA: the database is ours, of our version, with our tables (or pristine, to initialise)."""
     try:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        application = connection.execute("PRAGMA application_id").fetchone()[0]
-        objects = connection.execute("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
-    except sqlite3.DatabaseError as error:
-        raise refuse(UNVERSIONED, Kind.VERSION, path, f"not a SQLite session database: {error}") from None
+        _identity(connection, path, initialise=initialise)
+    except DRIVER_ERRORS as error:
+        raise damaged(error, path) from None
+
+
+def _identity(connection: sqlite3.Connection, path: str, *, initialise: bool) -> None:
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    application = connection.execute("PRAGMA application_id").fetchone()[0]
+    objects = connection.execute("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
     if version == 0:
         if objects == 0 and application == 0:
             if initialise:
@@ -248,30 +174,33 @@ def _initialise(connection: sqlite3.Connection) -> None:
 
 
 class SqliteReader:
-    """The committed rows of one session; the torn tail is decided by the shared scanner."""
+    """The committed rows of one session; the torn tail is decided by the shared scanner.
+
+    With `connection`, the reader reads inside that connection's open transaction and leaves it
+    open (a repair verifies its own uncommitted result this way, SESSION-STORAGE-WRITE.5).
+    """
 
     format = "sqlite"
 
-    def __init__(self, path: Path, session_id: str | None = None) -> None:
+    def __init__(self, path: Path, session_id: str | None = None, *, connection: sqlite3.Connection | None = None) -> None:
         self.path = Path(path)
         self._name = str(path)
-        self._connection = connect(self.path, write=False)
+        self._owned = connection is None
+        self._connection = connection if connection is not None else connect(self.path, write=False)
         try:
-            # One read transaction: the header, the rows and the revision token are of one snapshot.
-            self._connection.execute("BEGIN")
-            check_identity(self._connection, self._name, initialise=False)
+            if self._owned:
+                # One read transaction: the header, the rows and the revision token are of one snapshot.
+                self._connection.execute("BEGIN")
+                check_identity(self._connection, self._name, initialise=False)
             self.session_id = self._choose(session_id)
             self.revision = revision_token(self._connection, self.session_id)
             """What a repair must still find under its write lock (SESSION-STORAGE-WRITE.4)."""
-            columns = ", ".join(HEADER_COLUMNS.values())
-            row = self._connection.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
-            raw: dict[str, Json] = {"type": "session"}
-            for key, value in zip(HEADER_COLUMNS, row, strict=True):
-                if value is not None:
-                    raw[key] = value
-            self.header: FrozenDict = header_from_record(raw, self._name, jsonl=False)
+            self.header: FrozenDict = header_from_record(self._header_record(), self._name, jsonl=False)
+        except DRIVER_ERRORS as error:
+            self.close()
+            raise damaged(error, self._name) from None
         except BaseException:
-            self._connection.close()
+            self.close()
             raise
         self.scanner = Scanner(self._name, sqlite=True)
         self.torn: TornTail | None = None
@@ -279,27 +208,51 @@ class SqliteReader:
     def _choose(self, session_id: str | None) -> str:
         ids = [row[0] for row in self._connection.execute("SELECT id FROM sessions ORDER BY id")]
         if session_id is None and len(ids) == 1:
-            return str(ids[0])
+            try:
+                only = text(ids[0], "the session id")
+            except SpecViolation as violation:
+                raise refuse(violation.rule, violation.kind, self._name, violation.message) from None
+            if type(only) is str:
+                return only
         # SESSION-STORAGE-HEADER.5: a database of many sessions is opened by naming one.
         if session_id is None or session_id not in ids:
             raise refuse(HEADER_IDENTITY, Kind.HEADER, self._name,
                          f"session {session_id!r} not found; the database holds {len(ids)} sessions: {ids[:10]}")
         return session_id
 
+    def _header_record(self) -> dict[str, Json]:
+        columns = ", ".join(HEADER_COLUMNS.values())
+        row = self._connection.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
+        if row is None:
+            raise refuse(HEADER_IDENTITY, Kind.HEADER, self._name, f"session {self.session_id!r} has no header row")
+        raw: dict[str, Json] = {"type": "session"}
+        for key, value in zip(HEADER_COLUMNS, row, strict=True):
+            if value is not None:
+                try:
+                    raw[key] = text(value, f"header column {HEADER_COLUMNS[key]}")
+                except SpecViolation as violation:
+                    raise refuse(violation.rule, violation.kind, self._name, violation.message) from None
+        return raw
+
     def records(self) -> Iterator[tuple[int | None, Json]]:
+        last: object = None
         try:
-            rows = self._connection.execute(
-                "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events "
-                "WHERE session_id = ? ORDER BY seq", (self.session_id,))
-            for row in rows:
-                for record in self.scanner.feed(row[0], row, 0, read=read_row):
-                    yield None, record
+            try:
+                rows = self._connection.execute(ROW_QUERY, (self.session_id,))
+                while (row := rows.fetchone()) is not None:
+                    last = row[0]
+                    for record in self.scanner.feed(row[0], row, 0, read=read_row):
+                        yield None, record
+            except DRIVER_ERRORS as error:
+                # SESSION-SQLITE-ROW.4: refused where the read stood, at the seq it expected next.
+                raise damaged(error, self._name, after=last, seq=self.scanner.expected) from None
             self.torn = self.scanner.finish()
         finally:
-            self._connection.close()
+            self.close()
 
     def close(self) -> None:
-        self._connection.close()
+        if self._owned:
+            self._connection.close()
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -319,33 +272,26 @@ class SqliteWriter:
         """Add a session (header row and first batch) to the database, creating the database if needed."""
         valid = checked_header(header)
         batch = as_events(events, 0)
-        connection = connect(Path(path), write=True)
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                check_identity(connection, str(path), initialise=True)
-                exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (valid["id"],)).fetchone()
-                # SESSION-STORAGE-WRITE.1: a session is created once; an existing one is loaded or resumed.
-                if exists:
-                    raise refuse(PUBLISH, Kind.INTERNAL, str(path),
-                                 f"session {valid['id']!r} already exists in this database; load or resume it instead")
-                values = [thaw(valid[key]) if key in valid else None for key in HEADER_KEYS]
-                connection.execute(f"INSERT INTO sessions ({', '.join(HEADER_COLUMNS.values())}, incarnation, revision) "
-                                   f"VALUES ({', '.join('?' * len(HEADER_KEYS))}, ?, 0)", (*values, str(uuid.uuid4())))
-                _insert(connection, valid["id"], batch, packed)
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-        finally:
-            connection.close()
+
+        def body(connection: sqlite3.Connection) -> None:
+            exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (valid["id"],)).fetchone()
+            # SESSION-STORAGE-WRITE.1: a session is created once; an existing one is loaded or resumed.
+            if exists:
+                raise refuse(PUBLISH, Kind.INTERNAL, str(path),
+                             f"session {valid['id']!r} already exists in this database; load or resume it instead")
+            values = [thaw(valid[key]) if key in valid else None for key in HEADER_KEYS]
+            connection.execute(f"INSERT INTO sessions ({', '.join(HEADER_COLUMNS.values())}, incarnation, revision) "
+                               f"VALUES ({', '.join('?' * len(HEADER_KEYS))}, ?, 0)", (*values, str(uuid.uuid4())))
+            _insert(connection, valid["id"], batch, packed)
+
+        transaction(Path(path), body, initialise=True)
         return cls(path, valid["id"], len(batch))
 
     def append(self, events: Iterable[Event | Json], *, packed: bool = True) -> None:
         batch = as_events(events, self.next_seq)
         if not batch:
             return
-        self._transaction(lambda connection: self._append_rows(connection, batch, packed))
+        transaction(self.path, lambda connection: self._append_rows(connection, batch, packed))
         self.next_seq += len(batch)
 
     def _append_rows(self, connection: sqlite3.Connection, batch: list[Event], packed: bool) -> None:
@@ -356,37 +302,55 @@ class SqliteWriter:
                          f"session {self.session_id} append starts at seq {batch[0].seq}, stored next seq is {stored}")
         _insert(connection, self.session_id, batch, packed)
 
-    def _transaction(self, body: Any) -> None:
-        connection = connect(self.path, write=True)
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                check_identity(connection, str(self.path), initialise=False)
-                body(connection)
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-        finally:
-            connection.close()
+    def commit_repair(self, result: LoadResult, verify: Callable[[Any], LoadResult]) -> LoadResult:
+        """Delete the torn rows and insert the closers in one transaction, committed only once the result verifies.
 
-    def commit_repair(self, torn: TornTail | None, closers: list[Event], recovered: list[Event], *,
-                      revision: tuple[int, ...]) -> None:
-        """Delete the torn rows and insert the closers, in one transaction, if the rows are still as read."""
-        cut = torn.seq if torn is not None else self.next_seq
+        The cut starts at the defective row itself (`TornTail.row`), which a packed row before it
+        may make repeat an earlier seq; the closers continue the loaded events.
+        """
+        torn = result.torn
+        if torn is not None and torn.row is None:
+            _unverified(str(self.path), "the torn tail names no row to cut from")
+        verified: list[LoadResult] = []
 
         def body(connection: sqlite3.Connection) -> None:
             found = revision_token(connection, self.session_id)
             # SESSION-STORAGE-WRITE.4: re-read under the write lock; another writer's rows are never cut or answered.
-            if found != revision:
+            if found != result.revision:
                 raise refuse(STALE, Kind.INTERNAL, str(self.path),
                              f"session {self.session_id}: repair is stale: the session changed after it was read "
-                             f"(revision, rows, last seq were {revision}, now {found}); load it and repair again")
-            connection.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (self.session_id, cut))
-            _insert(connection, self.session_id, as_events(closers, cut), True)
+                             f"(revision, rows, last seq were {result.revision}, now {found}); load it and repair again")
+            if torn is not None:
+                connection.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (self.session_id, torn.row))
+            _insert(connection, self.session_id, as_events(result.closers, len(result.events)), True)
+            # SESSION-STORAGE-WRITE.5: read back inside the transaction; a result that does not verify is rolled back.
+            verified.append(verify(SqliteReader(self.path, self.session_id, connection=connection)))
 
-        self._transaction(body)
-        self.next_seq = cut + len(closers)
+        transaction(self.path, body)
+        self.next_seq = len(result.events) + len(result.closers)
+        return verified[0]
+
+
+def _unverified(path: str, why: str) -> NoReturn:
+    raise refuse(VERIFIED, Kind.INTERNAL, path, f"repair not written: {why}")
+
+
+def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool = False) -> None:
+    """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns."""
+    connection = connect(path, write=True)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            check_identity(connection, str(path), initialise=initialise)
+            body(connection)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    except DRIVER_ERRORS as error:
+        raise damaged(error, str(path)) from None
+    finally:
+        connection.close()
 
 
 def revision_token(connection: sqlite3.Connection, session_id: str) -> tuple[int, ...]:
@@ -394,23 +358,19 @@ def revision_token(connection: sqlite3.Connection, session_id: str) -> tuple[int
     bumped = connection.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchone()
     rows, last = connection.execute("SELECT count(*), coalesce(max(seq), -1) FROM events WHERE session_id = ?",
                                     (session_id,)).fetchone()
-    return (-1 if bumped is None else int(bumped[0]), int(rows), int(last))
+    values = (-1 if bumped is None else bumped[0], rows, last)
+    return tuple(value if type(value) is int else -2 for value in values)
 
 
 def _stored_next_seq(connection: sqlite3.Connection, session_id: str, path: str) -> int:
-    row = connection.execute("SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events "
-                             "WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
+    row = connection.execute(ROW_QUERY.replace("ORDER BY seq", "ORDER BY seq DESC LIMIT 1"), (session_id,)).fetchone()
     if row is None:
         return 0
     try:
         record = read_row(row)
     except SpecViolation:
         raise refuse(SEQ, Kind.SEQ, path, f"session {session_id} has an invalid physical tail at seq {row[0]}") from None
-    if record["type"] in ROW_TAGS:
-        payload = record["data"]
-        members: Any = payload.get("texts", payload.get("args", [])) if isinstance(payload, dict) else []
-        return int(row[0]) + len(members)
-    return int(row[0]) + 1
+    return int(row[0]) + row_members(record)
 
 
 def _insert(connection: sqlite3.Connection, session_id: str, batch: list[Event], packed: bool) -> None:

@@ -16,7 +16,7 @@ file or by one large frame.
 
 from __future__ import annotations
 
-import os
+import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +27,9 @@ import zstandard
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.rules import define
-from sessionspec.storage import durable, gate
+from sessionspec.storage import gate
 from sessionspec.storage.formats import ZSTD_MAGIC
-from sessionspec.storage.gate import Scanner, TornTail, header_from_record, located, refuse
+from sessionspec.storage.gate import Scanner, TornTail, header_from_record, located, may_end_turn, refuse
 from sessionspec.storage.jsonl import FileReader, JsonlWriter
 from sessionspec.storage.losslessparse import parse
 
@@ -39,11 +39,17 @@ COMPLETE_FRAME = define("SESSION-ZSTD-FRAMES.3", Kind.ENVELOPE,
                         "a complete frame has a content checksum, passes it and ends on a record boundary")
 TORN_FRAME = define("SESSION-ZSTD-FRAMES.4", Kind.INTERNAL,
                     "a torn final frame's complete records are recovered; repair rewrites them, with the closers, as one frame")
+FRAME_BOUNDS = define("SESSION-ZSTD-FRAMES.5", Kind.ENVELOPE,
+                      "a frame decodes to at most 65,536 records and 256 MiB; writers split larger batches into frames")
 
 MAGIC = ZSTD_MAGIC
 LEVEL = 3
 PLAIN_BUFFER = 4 << 20
 """A frame whose plaintext fits is decoded once and kept for splitting; a larger one is decoded twice."""
+MAX_FRAME_RECORDS = 1 << 16
+MAX_FRAME_BYTES = 256 << 20
+"""SESSION-ZSTD-FRAMES.5: a few bytes of zstd decode to 128 KiB, so without these a 16 KB file holds 100 MB of
+empty records; with them a frame costs at most a bounded decode, whatever its compressed size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +149,15 @@ class Decoded:
     ends_line: bool
 
 
-def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard.ZstdDecompressor) -> Decoded:
-    """SESSION-ZSTD-FRAMES.3 and .4: the whole frame decoded, before any of its records is trusted."""
+def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard.ZstdDecompressor, *,
+           line: int | None = None) -> Decoded:
+    """SESSION-ZSTD-FRAMES.3 and .4: the whole frame decoded, before any of its records is trusted.
+
+    `line` is the line of the frame's first record, for the refusals to name.
+    """
     # .3 Only a checksummed frame can prove its own integrity.
     if frame.complete and not frame.checksum:
-        raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path, f"corrupt Zstandard session log: frame at byte {frame.start} has no checksum")
+        raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path, f"corrupt Zstandard session log: frame at byte {frame.start} has no checksum", line=line)
     kept: list[bytes] = []
     total = newlines = 0
     last = b"\n"
@@ -158,22 +168,30 @@ def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard
             last = piece[-1:]
             if total <= keep:
                 kept.append(piece)
+            if total > MAX_FRAME_BYTES or newlines > MAX_FRAME_RECORDS:
+                # .5 Bounded before the rest is decoded: a torn frame this large recovers nothing.
+                if not frame.complete:
+                    return Decoded([], 0, True)
+                raise refuse(FRAME_BOUNDS, Kind.ENVELOPE, path,
+                             f"corrupt Zstandard session log: frame at byte {frame.start} decodes to more than "
+                             f"{MAX_FRAME_RECORDS} records or {MAX_FRAME_BYTES} bytes", line=line)
     except zstandard.ZstdError as error:
         if not frame.complete:
             # .4 A torn frame that fails to decode just recovers nothing.
             return Decoded([], 0, True)
         raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path,
-                     f"corrupt Zstandard session log: frame at byte {frame.start} fails to decode: {error}") from None
+                     f"corrupt Zstandard session log: frame at byte {frame.start} fails to decode: {error}", line=line) from None
     return Decoded(kept if total <= keep else None, newlines, last == b"\n")
 
 
-def _again(stream: BinaryIO, frame: Frame, path: str, dctx: zstandard.ZstdDecompressor) -> Iterator[bytes]:
+def _again(stream: BinaryIO, frame: Frame, path: str, dctx: zstandard.ZstdDecompressor, line: int) -> Iterator[bytes]:
     """The second decode of a frame too large to keep; it decoded once, so a failure means the file changed."""
     try:
         yield from _plain(stream, frame, dctx)
     except zstandard.ZstdError as error:
         raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, path,
-                     f"corrupt Zstandard session log: frame at byte {frame.start} changed while it was read: {error}") from None
+                     f"corrupt Zstandard session log: frame at byte {frame.start} changed while it was read: {error}",
+                     line=line) from None
 
 
 def lines(pieces: Iterable[bytes]) -> Iterator[bytes]:
@@ -207,8 +225,8 @@ class ZstdReader(FileReader):
 
     format = "jsonl.zstd"
 
-    def __init__(self, path: Path, session_id: str | None = None) -> None:
-        super().__init__(path, session_id)
+    def __init__(self, path: Path, session_id: str | None = None, *, stream: BinaryIO | None = None) -> None:
+        super().__init__(path, session_id, stream=stream)
         self.rewrite_from: tuple[int, int] | None = None
         """(file offset, first seq) of the frame a repair rewrites from, when the tail is torn."""
         self.recovered_from: int | None = None
@@ -217,19 +235,18 @@ class ZstdReader(FileReader):
     def _open(self, session_id: str | None) -> FrozenDict:
         self._dctx = zstandard.ZstdDecompressor()
         """One decompression context for every frame, used one frame at a time."""
-        stat = os.fstat(self._stream.fileno())
         # Only the file as opened is read: what it is now is what a repair must still find (SESSION-STORAGE-WRITE.4).
-        self._size = stat.st_size
-        self.revision = durable.revision(stat, self._size)
+        self._length = self._size()
+        self.revision = self._revision(self._length)
         first: Frame | None = None
         # SESSION-ZSTD-FRAMES.1: the whole file's structure is checked before anything is decoded.
-        for frame in frames(self._stream, self._size, self._name):
+        for frame in frames(self._stream, self._length, self._name):
             first = first or frame
         if first is None:
             raise refuse(gate.HEADER_LINE, Kind.HEADER, self._name, "empty or header-less Zstandard session log", line=1)
         decoded = Decoded([], 0, False)
         if first.complete:
-            decoded = decode(self._stream, first, self._name, gate.MAX_RECORD_BYTES + 1, self._dctx)
+            decoded = decode(self._stream, first, self._name, gate.MAX_RECORD_BYTES + 1, self._dctx, line=1)
         # SESSION-ZSTD-FRAMES.2: the header frame is written and fsynced alone, before any event.
         if not first.complete or decoded.newlines != 1 or not decoded.ends_line:
             raise refuse(FIRST_FRAME, Kind.HEADER, self._name,
@@ -243,23 +260,30 @@ class ZstdReader(FileReader):
         self.scanner = Scanner(self._name, committed_end=first.end)
         return header_from_record(value, self._name, jsonl=True, session_id=session_id)
 
-    def _frame_lines(self, frame: Frame, line: int) -> Iterator[bytes]:
-        decoded = decode(self._stream, frame, self._name, PLAIN_BUFFER, self._dctx)
+    def _frame_lines(self, frame: Frame, line: int) -> tuple[Iterator[bytes], int]:
+        """The frame's records, and how many; none where a pending defect makes them irrelevant."""
+        decoded = decode(self._stream, frame, self._name, PLAIN_BUFFER, self._dctx, line=line + 1)
         # SESSION-ZSTD-FRAMES.3: a batch frame holds whole records: a partial one means the writer itself was wrong.
         if frame.complete and not decoded.ends_line:
             raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, self._name,
                          "corrupt Zstandard session log: complete frame contains a torn JSONL record",
                          line=line + decoded.newlines + 1)
-        return lines(decoded.kept if decoded.kept is not None else _again(self._stream, frame, self._name, self._dctx))
+        if self.scanner.pending is not None and decoded.kept is not None and not may_end_turn(b"".join(decoded.kept)):
+            # SESSION-TORN-TAIL.2: after a defect only a turn/end matters, and none can be in this frame.
+            return iter(()), decoded.newlines
+        kept = decoded.kept if decoded.kept is not None else _again(self._stream, frame, self._name, self._dctx, line + 1)
+        return lines(kept), 0
 
     def _records(self) -> Iterator[tuple[int | None, Json]]:
         line = 1
         fragment = False
-        for frame in frames(self._stream, self._size, self._name, self.scanner.committed_end):
+        for frame in frames(self._stream, self._length, self._name, self.scanner.committed_end):
             first_seq = self.scanner.expected
             # SESSION-ZSTD-FRAMES.4: a torn frame's records are recovered, but its bytes are not committed.
             end = frame.end if frame.complete else frame.start
-            for raw in self._frame_lines(frame, line):
+            records, passed = self._frame_lines(frame, line)
+            line += passed
+            for raw in records:
                 line += 1
                 if len(raw) > gate.MAX_RECORD_BYTES:
                     # SESSION-STORAGE-RECORD.1: refused at its line, as the JSONL reader refuses it (cut at the bound).
@@ -284,13 +308,61 @@ class ZstdReader(FileReader):
 
 
 class ZstdWriter(JsonlWriter):
-    """Appends one checksummed frame per durable batch.
+    """Appends checksummed frames: one per durable batch, or several where a batch exceeds a frame's bounds.
 
     SESSION-ZSTD-FRAMES.4: a repair truncates to the torn frame's start, and the recovered events
-    and the closers become one frame (the JSONL writer's repair, with this `frame`).
+    and the closers become new frames (the JSONL writer's repair, with this `frame`).
     """
+
+    reader = ZstdReader
 
     @staticmethod
     def frame(plain: bytes) -> bytes:
-        """SESSION-ZSTD-FRAMES.2: the header line, and then each batch, is one frame."""
-        return compress(plain)
+        """SESSION-ZSTD-FRAMES.2 and .5: the header line is one frame; a batch is as few frames as the bounds allow.
+
+        The frames of one batch are written and fsynced together, so a crash may leave some of
+        them, which is what a crash may leave of any unacknowledged batch.
+        """
+        frames_out: list[bytes] = []
+        start = 0
+        while start < len(plain):
+            end = _frame_end(plain, start)
+            frames_out.append(compress(plain[start:end]))
+            start = end
+        return b"".join(frames_out)
+
+
+def _frame_end(plain: bytes, start: int) -> int:
+    """The end of the longest run of whole lines from `start` within MAX_FRAME_RECORDS lines and MAX_FRAME_BYTES."""
+    end = start
+    for _ in range(MAX_FRAME_RECORDS):
+        at = plain.find(b"\n", end, start + MAX_FRAME_BYTES)
+        if at < 0:
+            break
+        end = at + 1
+    # A record is at most MAX_RECORD_BYTES (SESSION-STORAGE-RECORD.1), so a frame always holds one.
+    return end if end > start else len(plain)
+
+
+def decode_blob(blob: bytes, limit: int) -> bytes | None:
+    """One complete zstd frame that is all of `blob`, decoded a block at a time; None once it exceeds `limit` bytes.
+
+    For SQLite's compressed `data` (SESSION-SQLITE-ROW.2): a 94 KB BLOB can decode to a GiB, so
+    the decode stops at the bound instead of finishing. Raises ZstdError when `blob` is not
+    exactly one complete frame.
+    """
+    stream = io.BytesIO(blob)
+    try:
+        frame = read_frame(stream, 0, len(blob), "data")
+    except SpecViolation as violation:
+        raise zstandard.ZstdError(violation.message) from None
+    if not frame.complete or frame.end != len(blob):
+        raise zstandard.ZstdError("not exactly one complete frame")
+    pieces: list[bytes] = []
+    total = 0
+    for piece in _plain(stream, frame, zstandard.ZstdDecompressor()):
+        total += len(piece)
+        if total > limit:
+            return None
+        pieces.append(piece)
+    return b"".join(pieces)

@@ -13,10 +13,11 @@ from typing import Any
 
 from sessionspec import live
 from sessionspec.catalog import ASSISTANT_MESSAGE, END_SEED, SURFACE_TYPES, TOOL_RESULT
-from sessionspec.envelope import Event, Replace, message_of
+from sessionspec.envelope import Event, Replace
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, snapshot, thaw
 from sessionspec.live.surface import DerivedMessages, LivePlan, SurfaceManager
+from sessionspec.shapes import message_of
 from sessionspec.surface import ReplacePlan
 
 

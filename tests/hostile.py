@@ -1,0 +1,413 @@
+"""Hostile stored logs, generated: the inputs of tests/test_hostile_inputs.py and of the storage regression tests.
+
+A log tool is attacked through its input file, so the inputs are made the way an attacker (or a
+dying disk) makes them: a small agent log of each backend, then one thing wrong with it. The
+things wrong are classes, not examples: the value classes of spec/01 and spec/07 put in an
+event's data at the middle of the log (a committed turn/end follows: corruption) and at its tail
+(an open turn: a torn tail), envelope and packed-row classes, random byte corruptions, cuts at
+every byte offset of the last records, bad files, and amplification (a small file that expands).
+`run_cli` runs a command in this process as a user would, and reports a traceback rather than
+raising one; `oracle` is what the load gate says of a file, which every tool's exit code must
+agree with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import shutil
+import sqlite3
+import traceback
+import tracemalloc
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+from sessionspec import storage
+from sessionspec.cli import main
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.storage.chunkrows import pack
+from sessionspec.storage.losslessparse import dumps
+
+FORMATS = ("jsonl", "jsonl.zstd", "sqlite")
+HEADER = {"type": "session", "version": 0, "id": "h", "createdAt": 1, "delegationDepth": 0}
+HOSTILE = "plugin/hostile"
+RULE = "SESSION-"
+
+
+# --- a small agent log -----------------------------------------------------------------------------
+
+
+def _message(message_id: str, role: str, source: dict[str, Any], content: list[Any]) -> dict[str, Any]:
+    return {"id": message_id, "role": role, "source": source, "content": content}
+
+
+def turn_events(turn: int, seq: int, *, closed: bool = True) -> list[dict[str, Any]]:
+    """One agent turn from `seq`: a user message, streamed chunks, a tool call and its result (closed: and the ends)."""
+    out: list[dict[str, Any]] = []
+
+    def add(kind: str, data: Any, **extra: Any) -> int:
+        out.append({"type": kind, "seq": seq + len(out), "time": 1000 + seq + len(out), "data": data, **extra})
+        return seq + len(out) - 1
+
+    add("turn/start", {"turn": turn})
+    add("user/message", _message(f"u{turn}", "user", {"kind": "user"}, [{"type": "text", "text": f"question {turn}"}]),
+        surfaceOp="append")
+    add("step/start", {"turn": turn, "step": 1})
+    chunks = [add("assistant/chunk", {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": t}})
+              for t in ("Let ", "me ", "look", ".")]
+    call = {"type": "tool-call", "id": f"c{turn}", "name": "read", "arguments": '{"path":"a"}'}
+    add("assistant/message", {"turn": turn, "step": 1, "message": _message(
+        f"a{turn}", "assistant", {"kind": "model", "provider": "p", "model": "m"},
+        [{"type": "text", "text": "Let me look."}, call])}, sourceEventSeqs=chunks, surfaceOp="append")
+    called = add("tool/call", {"turn": turn, "step": 1, "callId": f"c{turn}", "name": "read", "arguments": '{"path":"a"}'})
+    if not closed:
+        return out
+    block = {"type": "tool-result", "toolCallId": f"c{turn}", "content": [{"type": "text", "text": "contents"}]}
+    add("tool/result", {"turn": turn, "step": 1, "message": _message(f"r{turn}", "user", {"kind": "tool", "callId": f"c{turn}"},
+                                                                     [block])}, sourceEventSeqs=[called], surfaceOp="append")
+    add("step/end", {"turn": turn, "step": 1})
+    add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    return out
+
+
+def agent_log(turns: int = 2, *, open_tail: bool = False) -> list[list[dict[str, Any]]]:
+    """Batches (one a turn) of a valid log; with `open_tail`, the last turn never ends (a crash: closers to add)."""
+    batches, seq = [], 0
+    for turn in range(1, turns + 1):
+        batch = turn_events(turn, seq, closed=not (open_tail and turn == turns))
+        batches.append(batch)
+        seq += len(batch)
+    return batches
+
+
+def hostile_event(seq: int) -> dict[str, Any]:
+    return {"type": HOSTILE, "seq": seq, "time": 1000 + seq, "data": None, "ignorable": True}
+
+
+def placed(where: str) -> tuple[list[list[dict[str, Any]]], int]:
+    """A log with a hostile ignorable event, and its seq: in the middle (a closed turn follows) or at the open tail."""
+    batches = agent_log(2, open_tail=where == "tail")
+    if where == "middle":
+        seq = len(batches[0])
+        batches.insert(1, [hostile_event(seq)])
+        for event in batches[2]:
+            event["seq"] += 1
+            if "sourceEventSeqs" in event:
+                event["sourceEventSeqs"] = [s + 1 for s in event["sourceEventSeqs"]]
+        return batches, seq
+    seq = sum(map(len, batches))
+    batches.append([hostile_event(seq)])
+    return batches, seq
+
+
+# --- writing any bytes as a log of each backend ------------------------------------------------------
+
+
+def lines_of(batch: list[dict[str, Any]]) -> list[bytes]:
+    return [dumps(record).encode() for record in pack(batch)]
+
+
+def write_jsonl(path: Path, batches: list[list[bytes]], header: bytes | None = None) -> Path:
+    head = header if header is not None else dumps(HEADER).encode()
+    path.write_bytes(b"".join(line + b"\n" for line in [head] + [line for batch in batches for line in batch]))
+    return path
+
+
+def frame(plain: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True).compress(plain)
+
+
+def write_zstd(path: Path, batches: list[list[bytes]], header: bytes | None = None) -> Path:
+    head = header if header is not None else dumps(HEADER).encode()
+    frames = [frame(head + b"\n")] + [frame(b"".join(line + b"\n" for line in batch)) for batch in batches if batch]
+    path.write_bytes(b"".join(frames))
+    return path
+
+
+def write_sqlite(path: Path, batches: list[list[dict[str, Any]]]) -> Path:
+    log = storage.save(path, {k: v for k, v in HEADER.items() if k not in ("type", "delegationDepth")}, batches[0])
+    for batch in batches[1:]:
+        log.append(batch)
+    return path
+
+
+def write_raw(path: Path, fmt: str, batches: list[list[dict[str, Any]]], raw: dict[int, bytes]) -> Path:
+    """The log of `batches`, the record of each seq in `raw` replaced by those bytes (JSONL, zstd) or that data (SQLite)."""
+    if fmt == "sqlite":
+        write_sqlite(path, batches)
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            for seq, text in raw.items():
+                connection.execute("UPDATE events SET data = CAST(? AS TEXT) WHERE seq = ?", (text, seq))
+            connection.commit()
+        return path
+    records = [[line if json.loads(line).get("seq") not in raw else _raw_record(json.loads(line), raw[json.loads(line)["seq"]])
+                for line in lines_of(batch)] for batch in batches]
+    return (write_jsonl if fmt == "jsonl" else write_zstd)(path, records)
+
+
+def _raw_record(record: dict[str, Any], data: bytes) -> bytes:
+    head = dumps({k: v for k, v in record.items() if k in ("type", "seq", "time")}).encode()[:-1]
+    tail = b',"ignorable":true}' if record.get("ignorable") else b"}"
+    return head + b',"data":' + data + tail
+
+
+# --- the value classes of spec/01 and spec/07, as the data of an event ---------------------------------
+
+VALID = "valid"
+DEPTH = 2_000
+"""Nesting of the deep classes in the default slice (past the recursion limit, so the iterative paths run); the nightly
+run uses 100,000."""
+
+
+def values(depth: int = DEPTH) -> dict[str, tuple[bytes, str]]:
+    """name -> (JSON text placed as an ignorable event's data, VALID or the rule that refuses it)."""
+    return {**VALUES, "deep-arrays": (b"[" * depth + b"]" * depth, VALID),
+            "deep-objects": (b'{"a":' * (depth // 5) + b"1" + b"}" * (depth // 5), VALID),
+            "unclosed-deep": (b"[" * depth, "SESSION-LOSSLESS-TEXT.2")}
+
+
+VALUES: dict[str, tuple[bytes, str]] = {
+    "lone-high-surrogate": (b'"a\\ud800b"', VALID),
+    "lone-low-surrogate": (b'["\\udfff"]', VALID),
+    "astral-pair": (b'"\\ud83d\\ude00 \xf0\x9f\x98\x80"', VALID),
+    "terminal-escapes": (b'{"text":"\\u001b[2J\\u0007\\u202e\\u0000"}', VALID),
+    "deep-arrays": (b"[" * 100_000 + b"]" * 100_000, VALID),
+    "deep-objects": (b'{"a":' * 20_000 + b"1" + b"}" * 20_000, VALID),
+    "safe-extremes": (b"[9007199254740991,-9007199254740991,5e-324,1.7976931348623157e308]", VALID),
+    "empty-containers": (b'[{},[],"",0,false,null]', VALID),
+    "long-string": (b'"' + b"x" * (1 << 20) + b'"', VALID),
+    "nan": (b"NaN", "SESSION-LOSSLESS-TEXT.3"),
+    "infinity": (b"[-Infinity]", "SESSION-LOSSLESS-TEXT.3"),
+    "overflow": (b"1e400", "SESSION-LOSSLESS-TEXT.3"),
+    "negative-zero": (b"-0", "SESSION-LOSSLESS-TEXT.5"),
+    "negative-zero-float": (b"[-0.0e5]", "SESSION-LOSSLESS-TEXT.5"),
+    "unsafe-integer": (b"9007199254740992", "SESSION-LOSSLESS-TEXT.4"),
+    "integer-100k-digits": (b"7" * 100_000, "SESSION-LOSSLESS-TEXT.4"),
+    "duplicate-key": (b'{"a":1,"b":2,"a":1}', "SESSION-LOSSLESS-TEXT.6"),
+    "invalid-utf8": (b'"\xff"', "SESSION-LOSSLESS-TEXT.1"),
+    "surrogate-bytes": (b'"\xed\xa0\x80"', "SESSION-LOSSLESS-TEXT.1"),
+    "overlong-utf8": (b'"\xc0\xaf"', "SESSION-LOSSLESS-TEXT.1"),
+    "byte-order-mark": (b"\xef\xbb\xbf{}", "SESSION-LOSSLESS-TEXT.2"),
+    "trailing-comma": (b"[1,]", "SESSION-LOSSLESS-TEXT.2"),
+    "unclosed-deep": (b"[" * 100_000, "SESSION-LOSSLESS-TEXT.2"),
+    "raw-control-character": (b'"\x01"', "SESSION-LOSSLESS-TEXT.2"),
+    "bad-escape": (b'"\\x41"', "SESSION-LOSSLESS-TEXT.2"),
+    "leading-zero": (b"012", "SESSION-LOSSLESS-TEXT.2"),
+    "two-values": (b"1 2", "SESSION-LOSSLESS-TEXT.2"),
+}
+"""The classes at full size (100,000 levels of nesting, as decision 4 promises); `values` scales the deep ones."""
+
+
+def _record_class(name: str, seq: int) -> tuple[bytes, str]:
+    """Whole-record classes of spec/02 and spec/07: (the stored line, the rule)."""
+    event = {"type": HOSTILE, "seq": seq, "time": 1000 + seq, "data": {}, "ignorable": True}
+    row = {"type": "text-chunks", "seq0": seq, "time0": 0, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1],
+                                                                     "texts": ["a", "b", "c"]}}
+    cases: dict[str, tuple[Any, str]] = {
+        "seq-gap": ({**event, "seq": seq + 1}, "SESSION-STORAGE-SEQ.1"),
+        "seq-repeat": ({**event, "seq": seq - 1}, "SESSION-STORAGE-SEQ.1"),
+        "type-object": ({**event, "type": {"a": 1}}, "SESSION-EVENT-ENVELOPE.2"),
+        "type-empty": ({**event, "type": ""}, "SESSION-EVENT-ENVELOPE.2"),
+        "unknown-type": ({k: v for k, v in event.items() if k != "ignorable"}, "SESSION-UNKNOWN-EVENT-GATE.1"),
+        "retired-type": ({**event, "type": "mode/set", "ignorable": None}, "SESSION-"),
+        "ignorable-false": ({**event, "ignorable": False}, "SESSION-EVENT-ENVELOPE.6"),
+        "no-data": ({k: v for k, v in event.items() if k != "data"}, "SESSION-EVENT-ENVELOPE.5"),
+        "time-unsafe": ({**event, "time": 2**53}, "SESSION-LOSSLESS-TEXT.4"),
+        "not-an-object": ([1, 2], "SESSION-STORAGE-SEQ.1"),
+        "row-extra-key": ({**row, "seq": 1}, "SESSION-CHUNK-ROWS.1"),
+        "row-dt-mismatch": ({**row, "data": {**row["data"], "dt": [1]}}, "SESSION-CHUNK-ROWS.4"),
+        "row-turn-string": ({**row, "data": {**row["data"], "turn": "1"}}, "SESSION-CHUNK-ROWS.3"),
+        "row-too-many-members": ({**row, "data": {**row["data"], "dt": [0] * 65_536, "texts": [""] * 65_537}},
+                                 "SESSION-CHUNK-ROWS.8"),
+        "row-seq-unsafe": ({**row, "seq0": 2**53 - 2}, "SESSION-CHUNK-ROWS.2"),
+        "misspelt-message": ({"type": "assistant/message", "seq": seq, "time": 0, "surfaceOp": "append",
+                              "data": {"turn": 2, "step": 1, "mesage": {"id": "x"}}}, "SESSION-MESSAGE-SHAPE.1"),
+    }
+    value, rule = cases[name]
+    if name == "retired-type":
+        value.pop("ignorable")
+    return json.dumps(value, separators=(",", ":")).encode(), rule
+
+
+RECORD_CLASSES = ("seq-gap", "seq-repeat", "type-object", "type-empty", "unknown-type", "retired-type", "ignorable-false",
+                  "no-data", "time-unsafe", "not-an-object", "row-extra-key", "row-dt-mismatch", "row-turn-string",
+                  "row-too-many-members", "row-seq-unsafe", "misspelt-message")
+
+
+def value_log(directory: Path, fmt: str, name: str, where: str, depth: int = DEPTH) -> tuple[Path, str]:
+    """A log of backend `fmt` with value class `name` as the data of an ignorable event `where`; and its rule."""
+    batches, seq = placed(where)
+    text, rule = values(depth)[name]
+    return write_raw(directory / f"{name}-{where}.{fmt}", fmt, batches, {seq: text}), rule
+
+
+def record_log(directory: Path, fmt: str, name: str, where: str) -> tuple[Path, str]:
+    """A JSONL or zstd log whose hostile record is replaced by the record class `name`; and its rule."""
+    batches, seq = placed(where)
+    line, rule = _record_class(name, seq)
+    records = [[line if json.loads(raw).get("seq") == seq and json.loads(raw).get("type") == HOSTILE else raw
+                for raw in lines_of(batch)] for batch in batches]
+    path = directory / f"{name}-{where}.{fmt}"
+    return (write_jsonl if fmt == "jsonl" else write_zstd)(path, records), rule
+
+
+def clean_log(path: Path, fmt: str, *, open_tail: bool = False, turns: int = 2) -> Path:
+    batches = agent_log(turns, open_tail=open_tail)
+    if fmt == "sqlite":
+        return write_sqlite(path, batches)
+    return (write_jsonl if fmt == "jsonl" else write_zstd)(path, [lines_of(batch) for batch in batches])
+
+
+# --- bad files and corruptions -------------------------------------------------------------------------
+
+
+def corruptions(source: Path, directory: Path, count: int, seed: int) -> Iterator[Path]:
+    """`count` copies of `source`, each with 1 to 8 random bytes overwritten (the header's bytes included)."""
+    data = source.read_bytes()
+    rng = random.Random(seed)
+    for k in range(count):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        path = directory / f"corrupt-{seed}-{k}{''.join(source.suffixes)}"
+        path.write_bytes(bytes(damaged))
+        yield path
+
+
+def cuts(source: Path, directory: Path, records: int, step: int = 1) -> Iterator[Path]:
+    """Copies of `source` cut at every `step`-th byte offset within its last `records` records (or frames)."""
+    data = source.read_bytes()
+    if source.name.endswith(".zstd"):
+        starts = [i for i in range(len(data)) if data.startswith(b"\x28\xb5\x2f\xfd", i)]
+        first = starts[-records] if len(starts) > records else starts[-1]
+    else:
+        ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+        first = ends[-records - 1] if len(ends) > records else ends[0]
+    for offset in range(first, len(data), step):
+        path = directory / f"cut-{offset}{''.join(source.suffixes)}"
+        path.write_bytes(data[:offset])
+        yield path
+
+
+def bad_files(directory: Path) -> Iterator[tuple[str, Path]]:
+    """Files that are no log at all: each must be refused (exit 2, or 1 naming a rule), never block a tool."""
+    (directory / "empty.jsonl").write_bytes(b"")
+    yield "empty", directory / "empty.jsonl"
+    (directory / "dir.jsonl").mkdir()
+    yield "directory", directory / "dir.jsonl"
+    os.mkfifo(directory / "fifo.jsonl")
+    yield "fifo", directory / "fifo.jsonl"
+    os.symlink(directory / "loop-b.jsonl", directory / "loop-a.jsonl")
+    os.symlink(directory / "loop-a.jsonl", directory / "loop-b.jsonl")
+    yield "symlink-loop", directory / "loop-a.jsonl"
+    os.symlink("/dev/zero", directory / "device.jsonl")
+    yield "device", directory / "device.jsonl"
+    (directory / "magic.sqlite").write_bytes(b"SQLite format 2\x00" + bytes(4080))
+    yield "wrong-magic", directory / "magic.sqlite"
+    (directory / "array.jsonl").write_bytes(b"[]\n")
+    yield "array-header", directory / "array.jsonl"
+    with contextlib.closing(sqlite3.connect(directory / "foreign.sqlite")) as connection:
+        connection.execute("CREATE TABLE t (x)")
+        connection.commit()
+    yield "foreign-schema", directory / "foreign.sqlite"
+
+
+def damaged_pages(source: Path, directory: Path) -> Iterator[Path]:
+    """Copies of a SQLite log with one whole page (after the first) overwritten with 0xFF, and cut at each page."""
+    data = source.read_bytes()
+    size = 4096
+    for page in range(1, len(data) // size):
+        damaged = bytearray(data)
+        damaged[page * size:(page + 1) * size] = b"\xff" * size
+        path = directory / f"page-{page}.sqlite"
+        path.write_bytes(bytes(damaged))
+        yield path
+        cut = directory / f"short-{page}.sqlite"
+        cut.write_bytes(data[: page * size + 100])
+        yield cut
+
+
+# --- running a command, and what the load gate says -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+    traceback: str | None
+
+
+def run_cli(*argv: str) -> Ran:
+    """`sessionspec ARGV` in this process, stdout and stderr as strict UTF-8 pipes; a traceback is reported, not raised."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+    caught = None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except KeyboardInterrupt:
+            raise
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 2
+        except BaseException:
+            caught, code = traceback.format_exc(), -1
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        texts.append(stream.buffer.getvalue().decode("utf-8", "backslashreplace"))  # type: ignore[attr-defined]
+    return Ran(code, texts[0], texts[1], caught)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the load gate says of a file: `clean`, `repairable` (a torn tail or closers), `refused` or `unreadable`."""
+
+    state: str
+    rule: str | None = None
+    events: tuple[Any, ...] = ()
+    closers: tuple[Any, ...] = ()
+    torn: bool = False
+
+
+def oracle(path: Path) -> Verdict:
+    try:
+        result = storage.load(path, impl="live")
+    except storage.Unreadable:
+        return Verdict("unreadable")
+    except SpecViolation as violation:
+        return Verdict("unreadable" if violation.kind is Kind.VERSION else "refused", violation.rule)
+    events = tuple(dumps(e.to_json()) for e in result.events)  # text: a 100,000-deep value compares without recursion
+    closers = tuple(dumps(e.to_json()) for e in result.closers)
+    return Verdict("repairable" if result.needs_repair else "clean", None, events, closers, result.torn is not None)
+
+
+EXPECTED_EXIT = {
+    "check": {"clean": 0, "repairable": (0, 1), "refused": 1, "unreadable": 2},
+    "show": {"clean": 0, "repairable": (0, 1), "refused": 1, "unreadable": 2},
+    "repair": {"clean": 0, "repairable": 0, "refused": 1, "unreadable": 2},
+}
+"""The exit code each tool owes for what the gate says: a torn tail is a finding (1); closers alone are not (0)."""
+
+
+
+def oracle_peak(path: Path) -> tuple[Verdict, int]:
+    """The oracle's verdict and the peak of Python memory it took to reach it (tracemalloc), for the bounds."""
+    tracemalloc.start()
+    try:
+        verdict = oracle(path)
+        return verdict, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def copy(path: Path, directory: Path) -> Path:
+    target = directory / f"copy-{path.name}"
+    shutil.copyfile(path, target)
+    return target
