@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 import test_01_json
+import test_02_envelope
 import test_03_surface
 import test_04_append
 import test_05_seed
@@ -29,6 +30,26 @@ def _rewrite_changing_turn(create: impls.SessionFactory) -> None:
         create, with_change(tool_result(), ["turn"], 2))
 
 
+def _every_shape_case(create: impls.SessionFactory) -> None:
+    for event_type, data, rule in test_02_envelope.SHAPE_CASES:
+        test_02_envelope.test_message_shapes_are_checked_on_append_and_seed(create, event_type, data, rule)
+
+
+def _every_bad_ignorable(create: impls.SessionFactory) -> None:
+    for bad in (False, "yes", 1, None):
+        test_02_envelope.test_ignorable_is_absent_or_exactly_true(create, bad)
+
+
+def _a_negative_source(create: impls.SessionFactory) -> None:
+    test_03_surface.test_sources_are_non_negative_safe_integers(create, -1)
+
+
+def _every_bad_leaf(create: impls.SessionFactory) -> None:
+    for param in test_01_json.BAD_LEAVES:
+        bad, rule = param.values
+        test_01_json.test_a_session_rejects_what_snapshot_rejects_wherever_it_sits(create, bad, rule)
+
+
 CAUGHT_BY: dict[str, ChapterTest] = {
     "stale-derived-cache": test_06_views.test_derived_messages_follow_every_append_and_replace,
     "off-by-one-splice": test_03_surface.test_splice_keeps_the_surrounding_order,
@@ -41,6 +62,15 @@ CAUGHT_BY: dict[str, ChapterTest] = {
     "mutable-messages": test_01_json.test_events_messages_and_returned_lists_are_immutable,
     "ignorable-dropped": test_04_append.test_ignorable_only_on_log_only_events,
     "stale-surface-view": test_03_surface.test_ranges_are_positional_not_numeric,
+    "message-id-type-unchecked": _every_shape_case,
+    "role-compared-by-order": _every_shape_case,
+    "tool-result-block-count-unchecked": _every_shape_case,
+    "ignorable-truthy": _every_bad_ignorable,
+    "negative-sources-accepted": _a_negative_source,
+    "unsafe-integers-accepted": _every_bad_leaf,
+    "negative-zero-accepted": _every_bad_leaf,
+    "non-json-crashes": _every_bad_leaf,
+    "top-level-data-not-copied": test_01_json.test_caller_mutation_after_append_changes_nothing,
 }
 """Planted bug -> a chapter test (taking `create`) that fails on it."""
 

@@ -37,6 +37,7 @@ from sessionspec.conformance.protocol import (
     Answer,
     error_answer,
 )
+from sessionspec.conformance.trace import untag
 from sessionspec.envelope import parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import header_to_json
@@ -189,6 +190,19 @@ class Executor:
             mutate_everywhere(body["data"])  # SESSION-IMMUTABILITY.3: the caller's copy, never the log
         return self._with_hooks({"ok": True, "event": self.event_json(event)}, failures)
 
+    def append_values(self, request: Mapping[str, Any]) -> Answer:
+        """`x-append` (x-inprocess): `append` of `request["request"]` with its tagged values (`{"$int": "9007199254740993"}`,
+        `{"$float": "-0.0"}`, `{"$tuple": [...]}`, `{"$pairs": [[1, "v"]]}`) turned into the Python values they name, so
+        decision 4 (values JSON text cannot carry) is checked across the wire for an implementation that takes objects."""
+        try:
+            body = untag(request.get("request"))
+        except ValueError as error:
+            fail(REQUEST_OBJECT, f"x-append: {error}")
+        # SESSION-CONFORMANCE-PROTOCOL.1: x-append carries exactly one append request object.
+        check(set(request) <= {"op", "request", "x-time"} and isinstance(body, dict) and "op" not in body, REQUEST_OBJECT,
+              "x-append carries exactly request, an append request object")
+        return self.append(body)
+
     def _with_hooks(self, answer: Answer, failures: int) -> Answer:
         """What the armed hooks saw: the nested append's answer, the candidate, the observer failures recorded."""
         if self._nested is not None:
@@ -255,5 +269,6 @@ def _events_of(request: Mapping[str, Any]) -> list[Any]:
 _OPS: dict[str, Callable[[Executor, Mapping[str, Any]], Answer]] = {
     "hello": Executor.hello, "create": Executor.create, "append": Executor.append, "snapshot": Executor.snapshot,
     "fold": Executor.fold, "repair": Executor.repair, "x-rebuild": Executor.rebuild, "x-mutate": Executor.mutate,
+    "x-append": Executor.append_values,
 }
 

@@ -27,14 +27,15 @@ PROTOCOL_VERSION: Final = 0
 START_TIME: Final = 1_700_000_000_000
 """The testee's clock starts here at every `create` and ticks by one per reading: answers are deterministic."""
 OPS: Final = ("hello", "create", "append", "snapshot", "fold", "repair")
-OPTIONAL_OPS: Final = frozenset({"fold", "repair", "x-rebuild", "x-mutate"})
+OPTIONAL_OPS: Final = frozenset({"fold", "repair", "x-rebuild", "x-mutate", "x-append"})
 """Ops a testee may answer `unsupported`; the runner then skips the step instead of counting a divergence."""
 HOOKS: Final = "x-hooks"
 """Extension: an append may arm in-process hooks for itself (`x-validator`, `x-observer`, `x-clock`), any request may
 fix the clock's reading (`x-time`), and the caller may change its request after the append (`x-mutate-input`)."""
 INPROCESS: Final = "x-inprocess"
-"""Extension: the ops `x-rebuild` (a fresh session seeded with the current events) and `x-mutate` (try to mutate
-what the session returned), which only an implementation with Python objects to hand out can answer."""
+"""Extension: the ops `x-rebuild` (a fresh session seeded with the current events), `x-mutate` (try to mutate
+what the session returned) and `x-append` (an append holding values JSON text cannot, tagged as traces tag them),
+which only an implementation with Python objects to take and hand out can answer."""
 HOOK_VALUES: Final = {
     "x-validator": ("raise", "violation", "reentrant"),
     "x-observer": ("raise", "reentrant"),

@@ -96,6 +96,15 @@ def _decode_tags(obj: dict[str, Any]) -> Any:
     return obj
 
 
+def untag(value: Any) -> Any:
+    """`value`, plain JSON as a request line carries it, with each tagged object (`{"$tuple": [...]}`) turned into the
+    Python value it names: what `x-append` appends (spec/10, x-inprocess). Raises ValueError on a malformed tag."""
+    try:
+        return json.loads(json.dumps(value), object_hook=_decode_tags)
+    except (TypeError, RecursionError) as error:
+        raise ValueError(f"cannot read tagged values: {error}") from None
+
+
 def _depth(value: Any, limit: int) -> int:
     """How deep `value` nests, counted up to `limit` (iterative)."""
     stack = [(value, 1)]

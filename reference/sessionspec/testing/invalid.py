@@ -89,6 +89,12 @@ def _with_inner_call(data: dict[str, Any], call_id: str) -> dict[str, Any]:
     return out  # type: ignore[no-any-return]
 
 
+def _with_blocks(data: dict[str, Any], count: int) -> dict[str, Any]:
+    """A tool result whose message holds `count` copies of its one block (SESSION-MESSAGE-SHAPE.7 wants exactly one)."""
+    message = data["message"]
+    return {**data, "message": {**message, "content": message["content"][:1] * count}}
+
+
 def _with_source(data: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     return {**data, "message": {**data["message"], "source": source}}
 
@@ -103,7 +109,8 @@ _FIXED: tuple[st.SearchStrategy[Invalid], ...] = (
     st.just(Invalid({"type": "turn/start"}, "SESSION-EVENT-ENVELOPE.5", "no data")),
     st.just(Invalid({"type": "", "data": {}}, "SESSION-EVENT-ENVELOPE.2", "empty type")),
     st.just(Invalid({"type": 7, "data": {}}, "SESSION-EVENT-ENVELOPE.2", "type not a string")),
-    st.just(Invalid({"type": "turn/start", "data": {}, "ignorable": False}, "SESSION-EVENT-ENVELOPE.6", "ignorable false")),
+    st.builds(lambda flag: Invalid({"type": "x-vendor/note", "data": {}, "ignorable": flag}, "SESSION-EVENT-ENVELOPE.6",
+                                   f"ignorable {flag!r}, not true"), st.sampled_from([False, 1, 1.0, "true", None, [True]])),
     st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "ignorable": True},
                                 "SESSION-EVENT-ENVELOPE.7", "ignorable surface event"), _USER),
     st.just(Invalid({"type": END_SEED, "data": {}}, "SESSION-APPEND-COMMIT.5", "marker by append")),
@@ -128,16 +135,23 @@ _FIXED: tuple[st.SearchStrategy[Invalid], ...] = (
               _USER, st.sampled_from([-1, True, 1.5, "0", 0.0])),
     st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": d, "surfaceOp": "append", "sourceEventSeqs": [0, 0]},
                                 "SESSION-SURFACE-PROVENANCE.4", "duplicate sources"), _USER),
-    st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": {**d, "id": ""}, "surfaceOp": "append"},
-                                "SESSION-MESSAGE-SHAPE.1", "unidentified message"), _USER),
-    st.builds(lambda d: Invalid({"type": USER_MESSAGE, "data": {**d, "role": "assistant"}, "surfaceOp": "append"},
-                                "SESSION-MESSAGE-SHAPE.2", "wrong role"), _USER),
+    st.builds(lambda d, i: Invalid({"type": USER_MESSAGE, "data": {**d, "id": i}, "surfaceOp": "append"},
+                                   "SESSION-MESSAGE-SHAPE.1", f"message id {i!r}"), _USER, st.sampled_from(["", 7, None, ["a"], True])),
+    st.builds(lambda d, r: Invalid({"type": USER_MESSAGE, "data": {**d, "role": r}, "surfaceOp": "append"},
+                                   "SESSION-MESSAGE-SHAPE.2", f"role {r!r} on a user message"),
+              _USER, st.sampled_from(["assistant", "zebra", "a", "User", 1])),
+    st.builds(lambda d: Invalid({"type": ASSISTANT_MESSAGE, "data": {**d, "message": {**d["message"], "role": "user"}},
+                                 "surfaceOp": "append"}, "SESSION-MESSAGE-SHAPE.2", "role 'user' on an assistant message"),
+              _ASSISTANT),
     st.builds(lambda d, s: Invalid({"type": ASSISTANT_MESSAGE, "data": _with_source(d, s), "surfaceOp": "append"},
                                    "SESSION-MESSAGE-SHAPE.5", "assistant without a model source"),
               _ASSISTANT, st.sampled_from([{"kind": "user"}, _PROVIDER_ONLY, {**_PROVIDER_ONLY, "model": ""},
                                            {"kind": "model", "model": "m"}])),
     st.builds(lambda d: Invalid({"type": TOOL_RESULT, "data": _with_inner_call(d, "other"), "surfaceOp": "append"},
                                 "SESSION-MESSAGE-SHAPE.8", "mismatched tool call ids"), tool_result_data()),
+    st.builds(lambda d, count: Invalid({"type": TOOL_RESULT, "data": _with_blocks(d, count), "surfaceOp": "append"},
+                                       "SESSION-MESSAGE-SHAPE.7", f"a tool result of {count} blocks"),
+              tool_result_data(), st.sampled_from([0, 2])),
     st.just(Invalid({"type": REQUEST_HEADER, "data": {"header": {"config": {"provider": "deepseek"}}, "reason": "initial"}},
                     "SESSION-REQUEST-HEADER.1", "request header without model")),
     st.just(Invalid({"type": REQUEST_HEADER, "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"}},
@@ -294,6 +308,13 @@ def invalid_requests(draw: st.DrawFn, view: View) -> Invalid:
 
 
 @st.composite
+def every_fixed_invalid_request(draw: st.DrawFn) -> list[Invalid]:
+    """One of each log-independent invalid request, in a drawn order: a sweep, so a rule broken one way is met in
+    every run (one draw among some thirty kinds per step met a given kind about once a run)."""
+    return [draw(made) for made in draw(st.permutations(_FIXED), label="order")]
+
+
+@st.composite
 def forged_tool_result_rewrites(draw: st.DrawFn, view: View) -> Invalid:
     """SESSION-SURFACE-TOOL-RESULT.3 (needs a tool-result node on the surface)."""
     return forged_rewrite(generate.drawn(draw), view)
@@ -305,5 +326,6 @@ def incomplete_provenance_replacements(draw: st.DrawFn, view: View) -> Invalid:
     return incomplete_provenance(generate.drawn(draw), view)
 
 
-__all__ = ["DOUBLE_FAULTS", "REWRITE_CHANGES", "Invalid", "NonJson", "forged_rewrite", "forged_tool_result_rewrites",
+__all__ = ["DOUBLE_FAULTS", "REWRITE_CHANGES", "Invalid", "NonJson", "every_fixed_invalid_request", "forged_rewrite",
+           "forged_tool_result_rewrites",
            "incomplete_provenance", "incomplete_provenance_replacements", "invalid_request", "invalid_requests"]

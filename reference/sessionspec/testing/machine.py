@@ -32,7 +32,7 @@ from sessionspec.conformance.protocol import START_TIME, Answer
 from sessionspec.conformance.trace import Trace, write_trace
 from sessionspec.jsonvalue import thaw
 from sessionspec.requestheader import fold_request_header
-from sessionspec.testing import implementations, invalid, loops
+from sessionspec.testing import implementations, invalid, loops, near_misses
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.machine_logs import LogRules, where
 
@@ -172,6 +172,12 @@ class SessionMachine(LogRules):
         """Both reject with the same rule and kind (checked in `run`), and neither changes."""
         self._refused(data.draw(invalid.invalid_requests(self.view()), label="invalid"))
 
+    @rule(data=st.data())
+    def every_fixed_invalid_operation(self, data: st.DataObject) -> None:
+        """Each log-independent invalid request once (`invalid.every_fixed_invalid_request`): both reject alike."""
+        for bad in data.draw(invalid.every_fixed_invalid_request(), label="every invalid"):
+            self._refused(bad)
+
     @precondition(lambda self: bool(self.view().tool_result_nodes()))
     @rule(data=st.data())
     def forged_tool_result_rewrite(self, data: st.DataObject) -> None:
@@ -193,6 +199,25 @@ class SessionMachine(LogRules):
         assert not expected["ok"], f"the model accepted an operation meant to be invalid ({bad.why})"
         assert expected["error"]["rule"] == bad.rule, (
             f"strategy expected {bad.rule} for {bad.why}; the model said {expected['error']['rule']}")
+
+    @rule(data=st.data())
+    def append_near_misses(self, data: st.DataObject) -> None:
+        """Valid requests with one thing broken anywhere in each (`testing.near_misses`): both give the same answers."""
+        for request in data.draw(near_misses.near_misses(self.view()), label="near misses"):
+            self.append(request)
+
+    @rule(data=st.data())
+    def non_json_anywhere(self, data: st.DataObject) -> None:
+        """Decision 4 at every depth: each kind of value JSON cannot hold, anywhere in a request, is refused by both alike."""
+        for request in data.draw(near_misses.non_json_anywhere(self.view()), label="non-JSON"):
+            expected, _ = self.append(request)
+            assert not expected["ok"], f"the model accepted a value JSON cannot hold: {expected}"
+
+    @rule(deep=near_misses.deep_values(shallow=True))
+    def append_deep_value(self, deep: tuple[int, str, str]) -> None:
+        """Values nested around the store's hand-over depth are logged alike (deeper ones: conform's raw lines)."""
+        expected, _ = self.append({"type": near_misses.DEEP_TYPE, "data": near_misses.deep_value(*deep)})
+        assert expected["ok"], expected
 
     @rule(data=st.data(), mode=st.sampled_from(["raise", "violation", "reentrant"]))
     def vetoed_append(self, data: st.DataObject, mode: str) -> None:

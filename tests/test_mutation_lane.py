@@ -1,0 +1,139 @@
+"""The mutation lane's own parts (mutation/): its operators, the oracle's stages and the report's arithmetic.
+
+The lane itself is too heavy for the suite (minutes per mutant); these keep what it is built of
+honest: an operator makes the mutant it says, a hung stage is killed with its whole process group
+and counted as killed, a survivor is judged equivalent only by an entry that names its exact lines,
+and the score is killed over non-equivalent. cosmic-ray is the `mutation` extra: the operator
+tests are skipped without it.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+LANE = Path(__file__).resolve().parents[1] / "mutation"
+sys.path.insert(0, str(LANE))
+
+import oracle  # noqa: E402
+import report  # noqa: E402
+
+
+def test_each_own_operator_makes_the_mutants_its_examples_show() -> None:
+    pytest.importorskip("cosmic_ray")
+    import operators
+    from cosmic_ray.mutating import mutate_code
+
+    for name in operators.OWN:
+        operator = operators.operator(f"sessionspec/{name}")
+        for example in operator.examples():
+            mutated = mutate_code(example.pre_mutation_code, operator, example.occurrence)
+            assert mutated == example.post_mutation_code, (name, example)
+
+
+def test_the_lane_uses_its_own_operators_and_no_identity_swaps() -> None:
+    pytest.importorskip("cosmic_ray")
+    import operators
+
+    names = operators.operator_names()
+    assert {f"sessionspec/{name}" for name in operators.OWN} <= set(names)
+    assert not set(operators.IDENTITY_SWAPS) & set(names)
+    assert "core/ReplaceBinaryOperator_Add_Mul" not in names and "core/ReplaceBinaryOperator_Add_Sub" in names
+
+
+def test_annotations_are_left_out_only_under_postponed_evaluation() -> None:
+    pytest.importorskip("cosmic_ray")
+    import run
+
+    source = "from __future__ import annotations\n\ndef f(x: int | None) -> a | b:\n    y: c | d = 1\n    return x | y\n"
+    spans = run.annotation_spans(source)
+    assert ((3, 9), (3, 19)) in spans and ((3, 24), (3, 29)) in spans and ((4, 7), (4, 12)) in spans
+    assert all(start[0] != 5 for start, _ in spans)
+    assert run.annotation_spans(source.replace("from __future__ import annotations\n", "")) == []
+
+
+def test_live_stops_after_conform_in_the_conform_lane() -> None:
+    assert oracle.stages("live", "conform") == ["vectors", "conform"]
+    assert oracle.stages("live", "both") == ["vectors", "conform", "machine"]
+    assert oracle.stages("storage", "conform") == ["storage", "check"]
+    assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
+
+
+def test_a_stage_out_of_time_is_killed_with_its_children() -> None:
+    """A mutant that hangs the testee (a child of the stage) must not hang the lane."""
+    command = [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+               "'import time; time.sleep(600)']); time.sleep(600)"]
+    code, _, _ = oracle.run_stage(command, 2.0, oracle.environment(None))
+    assert code is None
+    finished = oracle.run_stage([sys.executable, "-c", "print('x')"], None, oracle.environment(None))
+    assert finished[0] == 0 and finished[1] == "x"
+
+
+@pytest.mark.parametrize(("output", "stage"), [
+    ("--- stage vectors: exit 1 in 4.0 s\noracle: killed by vectors (exit 1, 4.0 s)", "vectors"),
+    ("oracle: killed by machine (timeout after 300 s)", "machine timeout"),
+    ("timeout", "timeout"),
+    ("garbage", "unknown"),
+])
+def test_the_report_reads_which_stage_killed_a_mutant(output: str, stage: str) -> None:
+    assert report.killed_by(output) == stage
+
+
+DIFF = """--- a/reference/sessionspec/live/fastpath.py
++++ b/reference/sessionspec/live/fastpath.py
+@@ -102,7 +102,7 @@
+     \"\"\"Copy in C.\"\"\"
+-    if depth > _DEPTH:
++    if depth >= _DEPTH:
+         raise _Slow"""
+
+
+def _record(outcome: str, killed_by: str | None = None, equivalent: str | None = None) -> dict[str, Any]:
+    return {"outcome": outcome, "killed_by": killed_by, "equivalent": equivalent}
+
+
+def test_a_survivor_is_equivalent_only_by_an_entry_naming_its_file_and_lines() -> None:
+    before, after = report.changed_lines(DIFF)
+    assert (before, after) == ("if depth > _DEPTH:", "if depth >= _DEPTH:")
+    record = {"file": "reference/sessionspec/live/fastpath.py", "definition": "_list", "before": before, "after": after}
+    entry = {"file": "live/fastpath.py", "before": "if depth > _DEPTH:", "after": "if depth >= _DEPTH:", "reason": "r"}
+    assert report.judgement(record, [entry]) == "r"
+    assert report.judgement(record, [{**entry, "definition": "_dict"}]) is None
+    assert report.judgement(record, [{**entry, "after": "if depth < _DEPTH:"}]) is None
+    assert report.judgement({**record, "file": "reference/sessionspec/storage/jsonl.py"}, [entry]) is None
+
+
+def test_the_score_is_killed_over_non_equivalent_and_conform_counts_its_own_kills() -> None:
+    records = [_record("killed", "vectors"), _record("killed", "conform timeout"), _record("killed", "machine"),
+               _record("survived", equivalent="same result, slower"), _record("survived"), _record("incompetent"),
+               {"outcome": "pending"}]
+    summary = report.scores(records)
+    assert (summary["non_equivalent"], summary["killed"], summary["killed_by_conform"]) == (4, 3, 2)
+    assert (summary["score"], summary["score_conform"], summary["unjudged_survivors"]) == (0.75, 0.5, 1)
+    assert (summary["pending"], summary["incompetent"], summary["equivalent"]) == (1, 1, 1)
+
+
+def test_every_judgement_names_its_lines_and_gives_a_reason() -> None:
+    with report.JUDGEMENTS.open("rb") as handle:
+        entries = tomllib.load(handle)["equivalent"]
+    assert entries, "mutation/equivalent.toml judges no survivor"
+    for entry in entries:
+        assert set(entry) <= {"file", "definition", "before", "after", "reason"}, entry
+        assert entry["file"].startswith("reference/sessionspec/") and entry["before"] and entry["reason"], entry
+
+
+def test_a_spent_budget_starts_no_mutant_and_leaves_the_rest_pending(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("cosmic_ray")
+    import run
+
+    class Items:
+        pending_work_items = (SimpleNamespace(job_id="0004"), SimpleNamespace(job_id="0003"))
+        num_results = 3
+
+    run.execute(Items(), "false", 10.0, deadline=0.0)  # type: ignore[arg-type]
+    assert "2 mutants left pending" in capsys.readouterr().out
