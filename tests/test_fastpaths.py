@@ -39,6 +39,7 @@ from sessionspec.logcheck.checker import Checker
 from sessionspec.rules import RULES, check
 from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import ROW_TAGS, decode
+from sessionspec.storage.legacy import upgrade
 from sessionspec.storage.losslessparse import parse
 from sessionspec.surface import check_tool_result_rewrite, plan_replace
 from sessionspec.testing import builders
@@ -233,6 +234,7 @@ def survey_implies_the_reference(args: list[Any]) -> bool:
         for record in values[start:end]:
             for event in map(snapshot, decode(record)):
                 parsed = parse_event(event, seq)
+                assert upgrade(parsed, "s", {}) is None  # a legacy shape is the exact path's (the load gate upgrades it)
                 check_content(parsed)
                 assert parsed.seq == seq and parsed.type in DEFAULT_CATALOG.types
                 surface += [seq] if parsed.surface_op is not None else []
@@ -497,3 +499,10 @@ def test_the_fast_path_obligations_hold_on_concrete_inputs(a: int, b: int, c: in
     obligations.event_of_is_build_event(a, b, c, a + b, b, c, raw)
     obligations.owned_is_snapshot([a, b], raw)
     obligations.replace_fast_accept_implies_reference(a, b, c, a - b, flag, b, sorted({n % 8 for n in raw}), c)
+
+
+@pytest.mark.parametrize("data", [{"turn": 1, "trigger": {"kind": "user"}}, {"turn": 1, "trigger": "x"}])
+def test_the_survey_leaves_a_legacy_turn_start_to_the_upgrade(data: dict[str, Any]) -> None:
+    """SESSION-LEGACY-UPGRADE.1: the load gate upgrades (or refuses) it, so no fast run may take it as it stands."""
+    record = {"type": "turn/start", "seq": 0, "time": 1, "data": data}
+    assert survey.survey([record], PLAIN, True) == []
