@@ -17,6 +17,7 @@ from sessionspec.cli import main
 from sessionspec.conformance import failures
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.divergence import Divergence
+from sessionspec.conformance.exchange import DivergenceFound
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -105,6 +106,29 @@ def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_
         (d["family"], [r.get("type", r.get("op")) if isinstance(r, dict) else "line" for r in d["trace"]])
         for d in machine if len(d["trace"]) > 4]
     assert err.count("reproduce: sessionspec replay") >= len(machine)
+
+
+def test_a_divergence_still_in_flight_when_the_next_session_is_created_keeps_its_own_trace() -> None:
+    """Requests are pipelined, and a create starts a new trace: a divergence read after the next create was once
+    recorded with the next session's requests (a trace that did not hold the diverging request at all)."""
+    from sessionspec.conformance.client import Connection
+    from sessionspec.conformance.exchange import Exchange
+
+    create = {"op": "create", "id": "s1", "seed": None, "header": None}
+    ignorable = {"op": "append", "type": "user/message", "ignorable": True,
+                 "data": {"id": "u", "role": "user", "source": {"kind": "user"}, "content": []}}
+    connection = Connection([*SERVE, "planted:ignorable-dropped"], timeout=10.0)
+    try:
+        connection.start()
+        exchange = Exchange(connection)
+        exchange.begin()
+        for request in (create, ignorable, {**create, "id": "s2"}, {"op": "snapshot"}):
+            exchange.send(request)
+        with pytest.raises(DivergenceFound) as found:
+            exchange.flush()
+    finally:
+        connection.close()
+    assert found.value.divergence.trace == [create, ignorable]
 
 
 def test_a_failure_list_naming_one_family_reports_the_others(
@@ -232,6 +256,19 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
                                      "no-reentrancy-guard", "ignorable-dropped", "stale-surface-view", "mutable-messages"])
 def test_every_planted_bug_served_as_a_testee_is_caught(variant: str) -> None:
     assert main(["conform", "--examples", "60", "--", *SERVE, f"planted:{variant}"]) == 1
+
+
+@pytest.mark.parametrize("variant", ["unsafe-integers-accepted", "negative-zero-accepted", "non-json-crashes",
+                                     "top-level-data-not-copied"])
+def test_planted_bugs_only_a_process_can_hand_over_are_caught_over_the_wire_under_x_inprocess(
+        tmp_path: Path, variant: str) -> None:
+    """Values JSON text cannot carry, and callers that change their data, reach the testee's own checks through
+    `x-append` and `x-mutate-input`/`x-mutate`: the conformance machine sends them when hello lists x-inprocess."""
+    report = tmp_path / "report.json"
+    assert main(["conform", "--examples", "3", "--seconds", "5", "--json", str(report), "--", *SERVE,
+                 f"planted:{variant}"]) == 1
+    found = json.loads(report.read_text())["divergences"]
+    assert {d["op"] for d in found if d["source"] == "machine"} & {"x-append", "x-mutate", "append"}, found
 
 
 @pytest.mark.parametrize("variant", ["tool-result-rewrite-compares-only-id", "double-marker", "ignorable-dropped"])

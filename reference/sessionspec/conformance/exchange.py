@@ -109,7 +109,10 @@ class Exchange:
         self.window = window
         self.oracle: Executor = ReferenceExecutor()
         self.trace: list[Any] = []
-        self.pending: collections.deque[tuple[Any, Answer, int]] = collections.deque()
+        self.pending: collections.deque[tuple[Any, Answer, list[Any], int]] = collections.deque()
+        """In flight: each request, the reference's answer, and its trace as the list it was appended to and its
+        length then. A create starts a new list rather than clearing this one, so a request still in flight when
+        the next session is created keeps its own trace (a divergence once carried the next session's requests)."""
         self.quiet = False
         """The example hit a known divergence: the rest goes to the reference only."""
         self.unchecked: set[str] = set()
@@ -149,14 +152,14 @@ class Exchange:
             expected = reference_answer(self.oracle, line)
         if self.quiet:
             return expected
-        self.pending.append((request, expected, len(self.trace)))
+        self.pending.append((request, expected, self.trace, len(self.trace)))
         try:
             self.connection.send(line)
         except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
             self.streak += 1
-            owed, owed_expected, length = self.pending.popleft()
+            owed, owed_expected, trace, length = self.pending.popleft()
             self.pending.clear()
-            self._settle(owed, owed_expected, failure.answer(), length)
+            self._settle(owed, owed_expected, failure.answer(), trace[:length])
             return expected
         if len(self.pending) >= self.window:
             self.flush()
@@ -165,13 +168,13 @@ class Exchange:
     def flush(self) -> None:
         """Read every answer in flight and compare; raises DivergenceFound for a new family."""
         while self.pending and not self.quiet:
-            request, expected, length = self.pending.popleft()
+            request, expected, trace, length = self.pending.popleft()
             try:
                 raw = self.connection.receive_raw()
             except TesteeFailure as failure:  # the testee is gone, and the answers in flight with it
                 self.pending.clear()
                 self.streak += 1
-                self._settle(request, expected, failure.answer(), length)
+                self._settle(request, expected, failure.answer(), trace[:length])
                 continue
             self.streak = 0
             if raw == self._line(expected):
@@ -180,7 +183,7 @@ class Exchange:
                 actual = parse_answer(raw)
             except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
                 actual = failure.answer()
-            self._settle(request, expected, actual, length)
+            self._settle(request, expected, actual, trace[:length])
         self.drain()
 
     def _line(self, expected: Answer) -> bytes:
@@ -189,7 +192,7 @@ class Exchange:
             self._written = (expected, dumps(expected))
         return self._written[1]
 
-    def _settle(self, request: Any, expected: Answer, actual: Answer, length: int | None = None) -> None:
+    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any]) -> None:
         op = op_of(request)
         if not self.connection.running and not self.quiet:
             self.connection.restart()
@@ -201,7 +204,7 @@ class Exchange:
         if not why:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
-                           self.trace[: length or len(self.trace)], why)
+                           trace, why)
         self.quiet = True
         self.drain()
         if not self.known(found):

@@ -37,7 +37,8 @@ from sessionspec.testing.builders import (
     tool_result,
     user_message,
 )
-from sessionspec.testing.choose import Choose, one
+from sessionspec.testing.choose import Choose, one, valid_append
+from sessionspec.testing.near_misses import NON_JSON, tagged
 from sessionspec.testing.strategies import View
 
 Path = tuple[str | int, ...]
@@ -285,6 +286,29 @@ def broken_log_request(choose: Choose, view: View, session_id: str) -> Any:
     return break_somewhere(choose, base, view.seq, below=lambda path: not (path[:1] == (key,) and len(path) >= 2))
 
 
+CARRIED_NON_JSON: Final[tuple[Callable[[], Any], ...]] = tuple(
+    make for make in NON_JSON if type(make()) in (int, float, tuple, frozenset, bytes, dict))
+"""The values JSON text cannot carry that an `x-append` carries as themselves (`near_misses.tagged`): unsafe
+integers, NaN, the infinities, -0.0, a tuple, a frozenset, bytes, a non-string key. A subclass of a JSON type
+arrives as the type itself, so it is left out."""
+
+
+def non_json_append(choose: Choose, view: View) -> dict[str, Any]:
+    """An `x-append` (x-inprocess): a valid append (a template, or one continuing the log) with a value JSON text
+    cannot carry in place of, or beside, the value at one place of it, at any depth. A request line cannot carry
+    such a value (the lossless text reader refuses the line first), so only this op reaches a store's own check of
+    decision 4 across the wire; a store that waves one through, or crashes on it, is met here."""
+    request = plain_copy(one(choose, TEMPLATES)) if choose(2) else plain_copy(valid_append(choose, view))
+    path = one(choose, [place for place in places(request) if place and place[0] != "type"])
+    value = one(choose, CARRIED_NON_JSON)()
+    parent = _at(request, path[:-1])
+    if isinstance(parent, list) and choose(2):
+        parent.insert(int(path[-1]), value)
+    else:
+        parent[path[-1]] = value
+    return {"op": "x-append", "request": tagged(request)}
+
+
 def deep_line(depth: int, *, accepted: bool) -> str:
     """An append whose data is nested `depth` deep: a valid log-only event, or a user message without a surfaceOp."""
     data = "[" * depth + "]" * depth if accepted else '{"a":' * depth + "1" + "}" * depth
@@ -315,5 +339,5 @@ def odd_line(choose: Choose) -> str:
         return deep_line(2_000, accepted=choose(4) == 0)
     return one(choose, ODD_LINES)
 
-__all__ = ["HOWS", "TEMPLATES", "break_at", "break_somewhere", "broken_append", "broken_log_request", "deep_line", "odd_line",
-           "places", "plain_copy"]
+__all__ = ["CARRIED_NON_JSON", "HOWS", "TEMPLATES", "break_at", "break_somewhere", "broken_append", "broken_log_request", "deep_line",
+           "non_json_append", "odd_line", "places", "plain_copy"]

@@ -12,8 +12,10 @@ What it sends: an agent at work (a well-formed loop continuing the log, stopped 
 `testing.invalid` and ones broken anywhere by `testing.breaking`), creates (fresh, seeded from the
 log or a prefix of it, or broken: seed, header, id), `fold` and `repair` of the log (whole or
 broken), lines that are not requests at all (not JSON, not objects, refused spellings, rarely
-nested a few thousand deep) and, under x-hooks, vetoed, reentrant and observed appends and clocks
-that append.
+nested a few thousand deep); under x-hooks, vetoed, reentrant and observed appends, clocks that
+append and callers that change their data after the append; under x-inprocess, appends holding
+values JSON text cannot carry (`x-append`), attempts to change what the session returned
+(`x-mutate`) and a rebuild from the log (`x-rebuild`).
 
 Speed (the runner should be bound by the testee): a Hypothesis step costs far more than a
 request, so a step sends many requests (a loop, a batch), and every rule argument is drawn by one
@@ -33,7 +35,7 @@ from typing import Any, ClassVar
 
 from hypothesis import reject
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from sessionspec.catalog import TOOL_RESULT
 from sessionspec.conformance.exchange import Exchange
@@ -49,9 +51,12 @@ BATCH = st.integers(1, 48)
 ODD_BATCH = st.integers(1, 4)
 HOOKS: tuple[dict[str, str], ...] = (
     {"x-validator": "raise"}, {"x-validator": "violation"}, {"x-validator": "reentrant"}, {"x-observer": "raise"},
-    {"x-observer": "reentrant"}, {"x-clock": "reentrant"},
+    {"x-observer": "reentrant"}, {"x-clock": "reentrant"}, {"x-mutate-input": "data"},
 )
-"""What an append may arm under x-hooks: a vetoing, reentrant or observed append, and a clock that appends."""
+"""What an append may arm under x-hooks: a vetoing, reentrant or observed append, a clock that appends, and a
+caller that changes its request's data, at every level, once the append returns (SESSION-IMMUTABILITY.3)."""
+RETURNED: tuple[str, ...] = ("everything", "messages.append", "events.append")
+"""What `x-mutate` tries to change (x-inprocess): every value the session returned, at every level, or one list."""
 
 
 _RUNNER = st.runner()
@@ -62,11 +67,14 @@ def _machine(draw: st.DrawFn) -> TesteeMachine:
     return machine
 
 
-def append_request(choose: Choose, view: ss.View, hooks: bool) -> Any:
+def append_request(choose: Choose, view: ss.View, hooks: bool, inprocess: bool = False) -> Any:
     """One append request (with its op); a str is a raw line. Of eight: three valid, one replacement (or another
     valid one on an empty surface), three broken anywhere, and one of the invalid kinds found rarely by breaking:
     a double fault whose rule spec/04's order decides, a replacement missing a shadowed node in its sources, a
-    pruning that forges more than the content."""
+    pruning that forges more than the content. Under x-inprocess, one in eight is instead an `x-append` holding
+    a value JSON text cannot carry (`breaking.non_json_append`)."""
+    if inprocess and choose(8) == 0:
+        return breaking.non_json_append(choose, view)
     kind = choose(8)
     if kind >= 5:
         return breaking.broken_append(choose, view)
@@ -91,7 +99,7 @@ def _appends(draw: st.DrawFn) -> list[Any]:
     """A batch of appends for the log as the step began, generated from one drawn seed (a shorter batch is a prefix)."""
     machine = _machine(draw)
     view, count, choose = machine.view(), draw(BATCH), generate.seeded(draw(SEED))
-    return [append_request(choose, view, machine.hooks) for _ in range(count)]
+    return [append_request(choose, view, machine.hooks, machine.inprocess) for _ in range(count)]
 
 
 @st.composite
@@ -154,6 +162,8 @@ class TesteeMachine(RuleBasedStateMachine):
 
     exchange: ClassVar[Exchange]
     hooks: ClassVar[bool] = False
+    inprocess: ClassVar[bool] = False
+    """The testee's hello lists x-inprocess: it takes `x-append`, `x-mutate` and `x-rebuild`."""
     deadline: ClassVar[float | None] = None
     """time.monotonic() after which examples are rejected at once: the run's --seconds budget."""
     examples: ClassVar[int] = 0
@@ -237,6 +247,14 @@ class TesteeMachine(RuleBasedStateMachine):
         self.send({"op": "fold", "events": events})
         self.send({"op": "repair", "events": events})
 
+    @precondition(lambda self: self.inprocess)
+    @rule(what=st.sampled_from(RETURNED))
+    def returned_values_refuse_change(self, what: str) -> None:
+        """x-inprocess: what the session returned refuses every change (decision 5), and a fresh session of the
+        testee's own, seeded with its log, shows the same surface and messages (SESSION-DERIVED-CACHE.1)."""
+        self.send({"op": "x-mutate", "target": what})
+        self.send({"op": "x-rebuild"})
+
     @invariant()
     def snapshots_agree(self) -> None:
         self.look()
@@ -245,7 +263,8 @@ class TesteeMachine(RuleBasedStateMachine):
         self.exchange.flush()
 
 
-def testee_machine(exchange: Exchange, *, hooks: bool, deadline: float | None = None) -> type[TesteeMachine]:
+def testee_machine(exchange: Exchange, *, hooks: bool, inprocess: bool = False,
+                   deadline: float | None = None) -> type[TesteeMachine]:
     """The machine class bound to one running testee (through `exchange`)."""
-    return type("TesteeMachine", (TesteeMachine,), {"exchange": exchange, "hooks": hooks, "deadline": deadline,
-                                                   "examples": 0, "__module__": __name__})
+    return type("TesteeMachine", (TesteeMachine,), {"exchange": exchange, "hooks": hooks, "inprocess": inprocess,
+                                                   "deadline": deadline, "examples": 0, "__module__": __name__})
