@@ -265,7 +265,7 @@ def test_planted_bugs_only_a_process_can_hand_over_are_caught_over_the_wire_unde
     """Values JSON text cannot carry, and callers that change their data, reach the testee's own checks through
     `x-append` and `x-mutate-input`/`x-mutate`: the conformance machine sends them when hello lists x-inprocess."""
     report = tmp_path / "report.json"
-    assert main(["conform", "--examples", "3", "--seconds", "5", "--json", str(report), "--", *SERVE,
+    assert main(["conform", "--examples", "10", "--seconds", "8", "--json", str(report), "--", *SERVE,
                  f"planted:{variant}"]) == 1
     found = json.loads(report.read_text())["divergences"]
     assert {d["op"] for d in found if d["source"] == "machine"} & {"x-append", "x-mutate", "append"}, found

@@ -148,6 +148,9 @@ def search(exchange: Exchange, options: Options, testee: Answer) -> tuple[int, l
             try:
                 run_state_machine_as_test(machine, settings=machine_settings(options))
             except (AssertionError, Flaky) as error:
+                if exchange.last is None and isinstance(error, Flaky) and deadline is not None \
+                        and time.monotonic() > deadline:
+                    break  # examples rejected at once past the deadline look like inconsistent generation: budget spent
                 if exchange.last is None:
                     raise RuntimeError(f"the machine failed without a recorded divergence: {error!r}") from error
             except Unsatisfiable:

@@ -210,8 +210,10 @@ class TesteeMachine(RuleBasedStateMachine):
     @initialize(header=HEADERS)
     def start(self, header: Any) -> None:
         deadline = type(self).deadline
-        if (deadline is not None and time.monotonic() > deadline) or self.exchange.gave_up:
-            reject()  # the budget is spent, or the testee keeps failing: end the run quickly
+        spent = (deadline is not None and time.monotonic() > deadline) or self.exchange.gave_up
+        if spent and self.exchange.last is None:
+            reject()  # the budget is spent, or the testee keeps failing: end the run quickly (but a divergence
+            # being shrunk is replayed as it was drawn, or Hypothesis sees its generation change under it)
         self.create(None, header)
 
     @rule(requests=AGENT_LOOP)
