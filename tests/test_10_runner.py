@@ -18,6 +18,7 @@ from sessionspec.conformance import failures
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.divergence import Divergence
 from sessionspec.conformance.exchange import DivergenceFound
+from sessionspec.testing import planted
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -253,7 +254,8 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
 @pytest.mark.nightly
 @pytest.mark.parametrize("variant", ["stale-derived-cache", "off-by-one-splice", "provenance-unchecked", "plan-for-another-event",
                                      "events-snapshot-not-invalidated", "double-marker", "tool-result-rewrite-compares-only-id",
-                                     "no-reentrancy-guard", "ignorable-dropped", "stale-surface-view", "mutable-messages"])
+                                     "no-reentrancy-guard", "ignorable-dropped", "stale-surface-view", "mutable-messages",
+                                     *sorted(planted.IN_ONE_REQUEST)])
 def test_every_planted_bug_served_as_a_testee_is_caught(variant: str) -> None:
     assert main(["conform", "--examples", "60", "--", *SERVE, f"planted:{variant}"]) == 1
 
