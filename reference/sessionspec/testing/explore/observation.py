@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import orjson
@@ -66,6 +67,11 @@ def events_bytes(events: Sequence[Any], known: Known | None = None) -> bytes:
     return b"[" + b",".join([get(id(event)) or canonical(envelope_json(event)) for event in events]) + b"]"
 
 
+_seq = attrgetter("seq")
+_new_view = tuple.__new__
+"""`View(...)` without the Python `__new__` a NamedTuple carries: a view is built on every transition."""
+
+
 def read(session: Any, known: Known | None = None) -> tuple[View, Any]:
     """Every view of a session, as the protocol's `snapshot` reads them, and the events list read.
 
@@ -73,10 +79,11 @@ def read(session: Any, known: Known | None = None) -> tuple[View, Any]:
     """
     events = session.events
     surface = session.surface
-    view = View(events_bytes(events, known), tuple(surface.nodes), surface.replace_generation,
-                canonical(session.derive_messages()), tuple([event.seq for event in session.transcript()]),
-                session.first_live_seq, session.seq, canonical(session.header), canonical(session.request_header()),
-                canonical(session.request_context()))
+    view: View = _new_view(View, (
+        events_bytes(events, known), tuple(surface.nodes), surface.replace_generation,
+        canonical(session.derive_messages()), tuple(map(_seq, session.transcript())),
+        session.first_live_seq, session.seq, canonical(session.header), canonical(session.request_header()),
+        canonical(session.request_context())))
     return view, events
 
 
@@ -84,15 +91,33 @@ def observe(session: Any, known: Known | None = None) -> View:
     return read(session, known)[0]
 
 
-def state_key(model_log: bytes, first_live_seq: int, reference: View, actual: View) -> bytes:
-    """The 128-bit digest of a state: the model's log and first live seq, and the implementation's views.
+def log_digest(log_bytes: bytes) -> hashlib.blake2b:
+    """The BLAKE2 state after a log's bytes but their closing bracket, to be extended by a successor's events.
+
+    A log only grows, and its bytes are the canonical list of its events' bytes, so a successor's
+    bytes are its parent's without the bracket, then its new events (`extend_digest`): hashing the
+    whole log for every state cost a tenth of a state's time at depth 7. The digest that comes out
+    is the whole log's.
+    """
+    return hashlib.blake2b(log_bytes[:-1], digest_size=16)
+
+
+def extend_digest(parent: hashlib.blake2b, parent_bytes: bytes, log_bytes: bytes) -> hashlib.blake2b:
+    """`log_digest(log_bytes)`, from the parent's digest, when `log_bytes` extends `parent_bytes` (a successor's log)."""
+    digest = parent.copy()
+    digest.update(log_bytes[len(parent_bytes) - 1 : -1])
+    return digest
+
+
+def state_key(log: hashlib.blake2b, first_live_seq: int, reference: View, actual: View) -> bytes:
+    """The 128-bit digest of a state: the model's log (`log`: its `log_digest`) and first live seq, and the implementation's views.
 
     The model's views are functions of its log and first live seq, so they add nothing to the key;
     nor do the implementation's when they are the model's, which is what they are in every state
     that is not a violation.
     """
-    digest = hashlib.blake2b(model_log, digest_size=16)
-    digest.update(b"%d" % first_live_seq)
+    digest = log.copy()
+    digest.update(b"]%d" % first_live_seq)
     if actual != reference:
         digest.update(repr(tuple(actual)).encode(errors="surrogatepass"))
     return digest.digest()

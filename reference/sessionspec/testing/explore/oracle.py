@@ -87,8 +87,10 @@ class Reference(NamedTuple):
     """Every event of the log passes the model's check of a seed entry in its place (`_accept_seed_event`)."""
 
     def view(self) -> View:
-        return View(self.log_bytes, self.nodes, self.replace_generation, self.messages, self.transcript,
-                    self.first_live_seq, len(self.log), self.header, self.request_header, self.request_context)
+        # tuple.__new__: a NamedTuple's own __new__ is Python, and this runs on every transition.
+        return tuple.__new__(View, (self.log_bytes, self.nodes, self.replace_generation, self.messages, self.transcript,
+                                    self.first_live_seq, len(self.log), self.header, self.request_header,
+                                    self.request_context))
 
 
 class _Answer(NamedTuple):
@@ -238,9 +240,10 @@ class Oracle:
         request_header, request_context = state.request_header, state.request_context
         if event.type in (REQUEST_HEADER, REQUEST_CONTEXT):  # the only events the request fold reads
             request_header, request_context = canonical(fold_request_header(log)), canonical(fold_request_context(log))
-        return Reference(log, log_bytes, answer.nodes, state.replace_generation + answer.replaced,
-                         b"[" + b",".join(messages) + b"]", order, state.first_live_seq, state.header, request_header,
-                         request_context, state.seed_ok and answer.entry_ok)
+        return tuple.__new__(Reference, (  # without the NamedTuple's Python __new__: once per accepted transition
+            log, log_bytes, answer.nodes, state.replace_generation + answer.replaced, b"[" + b",".join(messages) + b"]",
+            order, state.first_live_seq, state.header, request_header, request_context,
+            state.seed_ok and answer.entry_ok))
 
     # --- interning ---------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from hashlib import blake2b
 
 from sessionspec.jsonvalue import Json
 from sessionspec.testing.explore.alphabet import Request
@@ -27,6 +28,8 @@ class Frontier:
     depth: int
     reference: Reference
     impl: Frozen | None
+    log_digest: blake2b | None = None
+    """`observation.log_digest` of the model's log: its successors' digests extend it."""
 
 
 class StateTable:
