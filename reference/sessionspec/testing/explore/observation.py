@@ -47,24 +47,52 @@ def envelope_json(event: Any) -> Any:
     return out
 
 
-Known = dict[int, bytes]
-"""Canonical bytes of some events by identity. Whoever holds one keeps the events alive, so no id is reused."""
+class Known:
+    """The events of the state being expanded, as its implementation listed them, with their canonical bytes.
 
-
-def known_events(events: Sequence[Any]) -> Known:
-    """The bytes of `events`, to be found again by identity: the events a state's copies share.
-
-    Sound because an `Event` is immutable (SESSION-IMMUTABILITY): the same object has the same bytes.
+    A state's copies share its Event objects (a copy shares what is immutable), so a list read
+    from a copy is known by the identities of its elements: the same exact Events have the same
+    bytes, since an Event is immutable (SESSION-IMMUTABILITY). The bytes are computed once per
+    state, and a list of the same events in the same order, or of them and then new ones (an
+    accepted step), is recognised by comparing identities in C: joining them again, per event,
+    was a twentieth of the search. The events are held, so no id is reused while this lives.
     """
-    return {id(event): canonical(envelope_json(event)) for event in events if type(event) is Event}
+
+    __slots__ = ("_bytes", "_events", "_ids", "_log")
+
+    def __init__(self, events: Sequence[Any] = ()) -> None:
+        self._events = events
+        self._bytes: dict[int, bytes] = {}
+        parts = []
+        for event in events:
+            encoded = canonical(envelope_json(event))
+            parts.append(encoded)
+            if type(event) is Event:
+                self._bytes[id(event)] = encoded
+        self._log = b"[" + b",".join(parts) + b"]"
+        exact = all(type(event) is Event for event in events)
+        self._ids: list[int] | None = [*map(id, events)] if exact else None
+
+    def events_bytes(self, events: Sequence[Any]) -> bytes:
+        """`events_bytes(events)`, from what is known."""
+        ids = self._ids
+        if ids is not None:
+            now = [*map(id, events)]
+            if now == ids:
+                return self._log
+            count = len(ids)
+            if now[:count] == ids:  # the state's events, then new ones
+                new = b",".join([canonical(envelope_json(event)) for event in events[count:]])
+                return self._log[:-1] + b"," + new + b"]" if count else b"[" + new + b"]"
+        get = self._bytes.get
+        return b"[" + b",".join([get(id(event)) or canonical(envelope_json(event)) for event in events]) + b"]"
 
 
 def events_bytes(events: Sequence[Any], known: Known | None = None) -> bytes:
     """The canonical bytes of a list of events: the canonical list of their envelopes (orjson joins elements with commas)."""
-    if not known:
+    if known is None:
         return canonical([envelope_json(event) for event in events])
-    get = known.get
-    return b"[" + b",".join([get(id(event)) or canonical(envelope_json(event)) for event in events]) + b"]"
+    return known.events_bytes(events)
 
 
 _seq = attrgetter("seq")

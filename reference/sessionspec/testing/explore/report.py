@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
+from typing import Any
 
 from sessionspec.jsonvalue import Json
 from sessionspec.testing.explore.alphabet import Request
@@ -30,6 +31,8 @@ class Frontier:
     impl: Frozen | None
     log_digest: blake2b | None = None
     """`observation.log_digest` of the model's log: its successors' digests extend it."""
+    events: Sequence[Any] = ()
+    """The implementation's events list, as read when the state was reached (`observation.Known`)."""
 
 
 class StateTable:

@@ -39,9 +39,7 @@ from sessionspec.testing.explore.observation import (
     canonical,
     events_bytes,
     extend_digest,
-    known_events,
     log_digest,
-    observe,
     read,
     state_key,
 )
@@ -85,7 +83,7 @@ class Explorer:
         self.max_depth = 0
         self.nested = NestedAppend()
         self._picklable = True
-        self._known: Known = {}
+        self._known = Known()
         self._kept_letters: dict[tuple[object, ...], list[tuple[Step, Prepared]]] = {}
 
     # --- the run -----------------------------------------------------------------------------------
@@ -146,7 +144,7 @@ class Explorer:
         """
         reference = state.reference
         view = reference.view()  # the implementation's too: the state passed impl-matches-model
-        self._known = known_events(state.impl[1]) if state.impl is not None else {}  # `state` keeps them alive
+        self._known = Known(state.events)  # the state's events as its implementation listed them
         actual: Any = None  # a copy is made when an append step needs one
         held: Any = None  # the events list the last read of `actual` returned, if it was read
         rejected: list[str] = []
@@ -204,7 +202,7 @@ class Explorer:
                 self._violate(state, labels, "same-outcome",
                               f"request {position}: model {expected.describe()}, impl {got.describe()}")
                 return None, None
-            problem = self._nested_problem()
+            problem = self._nested_problem() if self.nested.outcomes else None
             if problem is not None:
                 self._violate(state, labels, "nested-append-rejected", problem)
                 return None, None
@@ -267,7 +265,7 @@ class Explorer:
         expand = depth < self.max_depth
         if expand and frozen is None:
             frozen = self._freeze(actual)  # before any view is read: every copy starts as the step left it
-        actual_view = observe(actual, self._known)
+        actual_view, events = read(actual, self._known)
         reference_view = reference.view()
         if parent is None or parent.log_digest is None:
             digest = log_digest(reference.log_bytes)
@@ -283,7 +281,7 @@ class Explorer:
             self.report.violations.append(self._violation(parent_index, list(labels), depth, *problem))
             return None
         index = self.states.add(parent_index, labels)
-        return Frontier(index, depth, reference, frozen, digest) if expand else None
+        return Frontier(index, depth, reference, frozen, digest, events) if expand else None
 
     # --- implementation sessions ---------------------------------------------------------------------
 
