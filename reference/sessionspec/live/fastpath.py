@@ -33,7 +33,15 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from sessionspec.catalog import ASSISTANT_MESSAGE, END_SEED, RETIRED_TYPES, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
-from sessionspec.envelope import APPEND, APPEND_REQUEST_KEYS, Event, append_request_parts, build_event, parse_sources
+from sessionspec.envelope import (
+    APPEND,
+    APPEND_REQUEST_KEYS,
+    Event,
+    Replace,
+    append_request_parts,
+    build_event,
+    parse_sources,
+)
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, Json, snapshot
 from sessionspec.shapes import check_message_shape
 from sessionspec.surface import check_tool_result_rewrite, kept_by_rewrite, plan_replace
@@ -230,6 +238,25 @@ def sources_hold(event_type: str, seq: int, sources: Json) -> bool:
     return min(sources) >= 0 and max(sources) < seq and len(set(sources)) == count
 
 
+_REPLACE_KEYS: Final = frozenset({"op", "start", "end"})
+
+
+def _marker(surface_op: Json) -> Any:
+    """What `parse_surface_op` returns for an owned marker it accepts ("append", or a Replace), else None.
+
+    SESSION-SURFACE-PROJECTION.4: "append", or exactly {op: "replace", start, end} with
+    non-negative safe integers; any other value is the reference's to refuse.
+    """
+    if type(surface_op) is str:
+        return APPEND if surface_op == APPEND else None
+    if (type(surface_op) is FrozenDict or type(surface_op) is dict) and surface_op.keys() == _REPLACE_KEYS:
+        kind, start, end = surface_op["op"], surface_op["start"], surface_op["end"]
+        if (type(kind) is str and kind == "replace" and type(start) is int and type(end) is int
+                and 0 <= start <= _MAX and 0 <= end <= _MAX):
+            return Replace(start, end)
+    return None
+
+
 @implies(reference=build_event, assumes=("SESSION-EVENT-ENVELOPE.2",),
          rules=("SESSION-EVENT-ENVELOPE.7", *rule_ids("SESSION-CORE-EVENTS", 1, 2),
                 *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4), *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5)))
@@ -238,17 +265,20 @@ def event_of(event_type: str, seq: int, time: int, data: Json, surface_op: Json,
     """`envelope.build_event` for owned parts: the same Event, or the same SpecViolation.
 
     `event_type` has passed `check_type` (SESSION-EVENT-ENVELOPE.2: `live` checks it first, in
-    the reference's order). The two shapes almost every append has (a log-only event with no
-    surface metadata, and a surface event appended with valid provenance) are built directly;
-    every other shape, valid or not, goes through `build_event` and its rules.
+    the reference's order). The shapes almost every append has (a log-only event with no surface
+    metadata, and a surface event appended or replacing with a valid marker and valid provenance)
+    are built directly; every other shape, valid or not, goes through `build_event` and its rules.
+    The reference formats every rule's message as it checks, which made a replace's build cost
+    three times an append's.
     """
     if event_type in SURFACE_TYPES:
-        if has_op and surface_op == APPEND and type(surface_op) is str and not ignorable:
+        marker = _marker(surface_op) if has_op and not ignorable else None
+        if marker is not None:
             if not has_sources:
-                return new_event(event_type, seq, time, data, APPEND, None, False)
+                return new_event(event_type, seq, time, data, marker, None, False)
             if sources_hold(event_type, seq, sources):
                 frozen = sources if isinstance(sources, FrozenList) else FrozenList(sources)
-                return new_event(event_type, seq, time, data, APPEND, frozen, False)
+                return new_event(event_type, seq, time, data, marker, frozen, False)
     elif not has_op and not has_sources and event_type not in RETIRED_TYPES and event_type != END_SEED:
         return new_event(event_type, seq, time, data, None, None, ignorable)
     return build_event(event_type, seq, time, data, surface_op, sources, ignorable,

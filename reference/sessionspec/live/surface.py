@@ -10,16 +10,42 @@ over only when `replace_generation` changes, since only a replace moves or remov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TypeAlias
 
 from sessionspec.envelope import Event, Replace
 from sessionspec.jsonvalue import FrozenList, Json
+from sessionspec.live.fastpath import replace_holds
 from sessionspec.surface import ReplacePlan, Surface, plan_replace
 from sessionspec.views import project
 
 LivePlan: TypeAlias = int | ReplacePlan | None
 """None: log-only; an int: append that seq to the tail; a ReplacePlan: splice, as `surface.plan` says."""
+
+
+class _OnSurface(Mapping[int, tuple[str, Json]]):
+    """The events on the surface as `replace_holds` reads them: each node's seq to its event's (type, data)."""
+
+    __slots__ = ("_log", "_nodes")
+
+    def __init__(self, nodes: list[int], log: Sequence[Event]) -> None:
+        self._nodes = nodes
+        self._log = log
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._nodes
+
+    def __getitem__(self, seq: int) -> tuple[str, Json]:
+        if seq not in self._nodes:
+            raise KeyError(seq)
+        event = self._log[seq]
+        return event.type, event.data
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
 
 
 class SurfaceManager:
@@ -41,8 +67,10 @@ class SurfaceManager:
     def plan(self, event: Event, *, index: int | None = None) -> LivePlan:
         """SESSION-SURFACE-*: the transition `event` would make. Pure: it raises or returns a plan.
 
-        An append costs O(1); a replace O(surface), through the foundation's `plan_replace`, so
-        its range, provenance and tool-result rules raise exactly what the reference raises.
+        An append costs O(1); a replace O(surface): the fast form `replace_holds` places the
+        replaces the reference certainly accepts, at the positions `plan_replace` would give, and
+        every other replace goes through the foundation's `plan_replace`, so its range,
+        provenance and tool-result rules raise exactly what the reference raises.
         """
         op = event.surface_op
         if op is None:
@@ -50,7 +78,13 @@ class SurfaceManager:
         if type(op) is str:
             return event.seq
         assert isinstance(op, Replace)
-        return plan_replace(self._nodes, self._log, event, op, index=index)
+        nodes = self._nodes
+        landed = replace_holds(nodes, _OnSurface(nodes, self._log), event.type, op.start, op.end,
+                               event.source_event_seqs, event.data)
+        if landed is not None:
+            first, last = landed
+            return ReplacePlan(event.seq, first, last, tuple(nodes[first : last + 1]))
+        return plan_replace(nodes, self._log, event, op, index=index)
 
     def commit(self, event: Event, step: LivePlan) -> None:
         """SESSION-SURFACE-REPLACE.3/.4: apply the plan validated for `event`, which is being committed."""

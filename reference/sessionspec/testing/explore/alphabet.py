@@ -84,7 +84,7 @@ most two nodes."""
 
 
 def default_alphabet(depth: int) -> str:
-    """`full` to depth 7 (4 million states, about 1,400 CPU seconds, proofs/README.md); `compact` beyond."""
+    """`full` to depth 7 (4 million states, about 1,100 CPU seconds, 9 minutes on 2 cores: proofs/README.md); `compact` beyond."""
     return "full" if depth <= 7 else "compact"
 
 

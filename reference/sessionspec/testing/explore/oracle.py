@@ -87,8 +87,10 @@ class Reference(NamedTuple):
     """Every event of the log passes the model's check of a seed entry in its place (`_accept_seed_event`)."""
 
     def view(self) -> View:
-        return View(self.log_bytes, self.nodes, self.replace_generation, self.messages, self.transcript,
-                    self.first_live_seq, len(self.log), self.header, self.request_header, self.request_context)
+        # tuple.__new__: a NamedTuple's own __new__ is Python, and this runs on every transition.
+        return tuple.__new__(View, (self.log_bytes, self.nodes, self.replace_generation, self.messages, self.transcript,
+                                    self.first_live_seq, len(self.log), self.header, self.request_header,
+                                    self.request_context))
 
 
 class _Answer(NamedTuple):
@@ -232,15 +234,33 @@ class Oracle:
         encoded = self._event_bytes[id(event)]
         log_bytes = state.log_bytes[:-1] + (b"," if state.log else b"") + encoded + b"]"
         log = (*state.log, event)
-        projected = self._message_bytes
-        messages = [part for part in (projected[id(log[node])] for node in answer.nodes) if part is not None]
-        order = (*state.transcript, event.seq) if is_append_origin(event) else state.transcript
+        appended = is_append_origin(event)
+        messages = self._messages(state, answer, log, appended)
+        order = (*state.transcript, event.seq) if appended else state.transcript
         request_header, request_context = state.request_header, state.request_context
         if event.type in (REQUEST_HEADER, REQUEST_CONTEXT):  # the only events the request fold reads
             request_header, request_context = canonical(fold_request_header(log)), canonical(fold_request_context(log))
-        return Reference(log, log_bytes, answer.nodes, state.replace_generation + answer.replaced,
-                         b"[" + b",".join(messages) + b"]", order, state.first_live_seq, state.header, request_header,
-                         request_context, state.seed_ok and answer.entry_ok)
+        return tuple.__new__(Reference, (  # without the NamedTuple's Python __new__: once per accepted transition
+            log, log_bytes, answer.nodes, state.replace_generation + answer.replaced, messages, order, state.first_live_seq, state.header, request_header, request_context,
+            state.seed_ok and answer.entry_ok))
+
+    def _messages(self, state: Reference, answer: _Answer, log: tuple[Event, ...], appended: bool) -> bytes:
+        """The successor's messages: `project` of the events at its nodes, as the canonical list of each one's bytes.
+
+        A log-only event leaves the nodes, so the messages, as they were; an append adds its node
+        last, so its message (if it has one) last; only a replacement's are joined anew.
+        """
+        projected = self._message_bytes
+        event = log[-1]
+        if not answer.replaced:
+            if not appended:
+                return state.messages
+            part = projected[id(event)]
+            if part is None:
+                return state.messages
+            return state.messages[:-1] + b"," + part + b"]" if len(state.messages) > 2 else b"[" + part + b"]"
+        parts = [part for part in (projected[id(log[node])] for node in answer.nodes) if part is not None]
+        return b"[" + b",".join(parts) + b"]"
 
     # --- interning ---------------------------------------------------------------------------------
 

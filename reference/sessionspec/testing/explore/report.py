@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from hashlib import blake2b
+from typing import Any
 
 from sessionspec.jsonvalue import Json
 from sessionspec.testing.explore.alphabet import Request
@@ -27,6 +29,10 @@ class Frontier:
     depth: int
     reference: Reference
     impl: Frozen | None
+    log_digest: blake2b | None = None
+    """`observation.log_digest` of the model's log: its successors' digests extend it."""
+    events: Sequence[Any] = ()
+    """The implementation's events list, as read when the state was reached (`observation.Known`)."""
 
 
 class StateTable:

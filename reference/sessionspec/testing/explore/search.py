@@ -38,8 +38,8 @@ from sessionspec.testing.explore.observation import (
     View,
     canonical,
     events_bytes,
-    known_events,
-    observe,
+    extend_digest,
+    log_digest,
     read,
     state_key,
 )
@@ -83,7 +83,7 @@ class Explorer:
         self.max_depth = 0
         self.nested = NestedAppend()
         self._picklable = True
-        self._known: Known = {}
+        self._known = Known()
         self._kept_letters: dict[tuple[object, ...], list[tuple[Step, Prepared]]] = {}
 
     # --- the run -----------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class Explorer:
         report = self.report
         report.jobs = max(1, jobs)
         self.max_depth = depth
-        first = self._add(-1, (), self.oracle.start(), self._new_impl(None), 0)
+        first = self._add(None, (), self.oracle.start(), self._new_impl(None), 0)
         frontier = [] if first is None else [first]
         level = 0
         while frontier and not report.violations and level < depth and len(frontier) < SPLIT_AT:
@@ -144,7 +144,7 @@ class Explorer:
         """
         reference = state.reference
         view = reference.view()  # the implementation's too: the state passed impl-matches-model
-        self._known = known_events(state.impl[1]) if state.impl is not None else {}  # `state` keeps them alive
+        self._known = Known(state.events)  # the state's events as its implementation listed them
         actual: Any = None  # a copy is made when an append step needs one
         held: Any = None  # the events list the last read of `actual` returned, if it was read
         rejected: list[str] = []
@@ -202,7 +202,7 @@ class Explorer:
                 self._violate(state, labels, "same-outcome",
                               f"request {position}: model {expected.describe()}, impl {got.describe()}")
                 return None, None
-            problem = self._nested_problem()
+            problem = self._nested_problem() if self.nested.outcomes else None
             if problem is not None:
                 self._violate(state, labels, "nested-append-rejected", problem)
                 return None, None
@@ -215,7 +215,7 @@ class Explorer:
             self._violate(state, labels, "snapshots-never-change", "an events list returned earlier changed later")
             return None, None
         assert reference is not None
-        return self._add(state.index, tuple(labels), reference, actual, state.depth + 1), None
+        return self._add(state, tuple(labels), reference, actual, state.depth + 1), None
 
     def _nested_problem(self) -> str | None:
         """What is wrong with the nested appends the reentrant observer tried since the last call, if anything."""
@@ -257,26 +257,31 @@ class Explorer:
             what = f"surface {nodes}, not {view.nodes}" if nodes != view.nodes else "different messages"
             self._violate(state, [step.label], "fresh-rebuild-agrees", f"a session seeded with this log has {what}")
             return None
-        return self._add(state.index, (step.label,), reference, actual, state.depth + 1, frozen)
+        return self._add(state, (step.label,), reference, actual, state.depth + 1, frozen)
 
-    def _add(self, parent: int, labels: tuple[str, ...], reference: Reference, actual: Any, depth: int,
+    def _add(self, parent: Frontier | None, labels: tuple[str, ...], reference: Reference, actual: Any, depth: int,
              frozen: Frozen | None = None) -> Frontier | None:
-        """Record a successor and check the invariants if it is new. Returns it if it is to be expanded."""
+        """Record a successor of `parent` and check the invariants if it is new. Returns it if it is to be expanded."""
         expand = depth < self.max_depth
         if expand and frozen is None:
             frozen = self._freeze(actual)  # before any view is read: every copy starts as the step left it
-        actual_view = observe(actual, self._known)
+        actual_view, events = read(actual, self._known)
         reference_view = reference.view()
-        key = state_key(reference.log_bytes, reference.first_live_seq, reference_view, actual_view)
+        if parent is None or parent.log_digest is None:
+            digest = log_digest(reference.log_bytes)
+        else:
+            digest = extend_digest(parent.log_digest, parent.reference.log_bytes, reference.log_bytes)
+        key = state_key(digest, reference.first_live_seq, reference_view, actual_view)
         if key in self.seen:
             return None
         self.seen.add(key)
+        parent_index = -1 if parent is None else parent.index
         problem = check_state(reference_view, actual_view, actual)
         if problem is not None:
-            self.report.violations.append(self._violation(parent, list(labels), depth, *problem))
+            self.report.violations.append(self._violation(parent_index, list(labels), depth, *problem))
             return None
-        index = self.states.add(parent, labels)
-        return Frontier(index, depth, reference, frozen) if expand else None
+        index = self.states.add(parent_index, labels)
+        return Frontier(index, depth, reference, frozen, digest, events) if expand else None
 
     # --- implementation sessions ---------------------------------------------------------------------
 

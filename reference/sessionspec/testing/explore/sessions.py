@@ -33,6 +33,7 @@ class Outcome(NamedTuple):
         return "accepted" if self.accepted else f"rejected ({self.rule})"
 
 
+ACCEPTED = Outcome(True)
 NESTED_REJECTED = Outcome(False, "SESSION-APPEND-COMMIT.4")
 NESTED: Request = {"op": "append", "type": "turn/start", "data": {"turn": 99}}
 """What the reentrant observer tries to append: the protocol testee's own x-hooks request, refused only because it nests."""
@@ -74,7 +75,7 @@ class NestedAppend:
 
     def __call__(self, session: Any, event: Event) -> None:
         if _ARMED.reenter:
-            self.outcomes.append(append(session, NESTED))  # NESTED carries no hook: it cannot nest again
+            self.outcomes.append(append(session, _NESTED_CALL))  # NESTED carries no hook: it cannot nest again
 
 
 def create(factory: Callable[..., Any], seed: Json, observers: Sequence[Callable[[Any, Event], object]] = ()) -> Any:
@@ -94,6 +95,10 @@ def prepare(request: Request) -> Call:
                 request.get("x-validator") == "raise", request.get("x-observer") == "reentrant")
 
 
+_NESTED_CALL = prepare(NESTED)
+"""NESTED made ready once: the observer tries it after every accepted append (the letters' requests are shared too)."""
+
+
 def _hooked(call: Callable[[Request], object], prepared: Call) -> Outcome:
     """`call(prepared.body)` with the request's hooks armed while it runs, as an outcome."""
     armed = _ARMED.veto, _ARMED.reenter
@@ -106,7 +111,7 @@ def _hooked(call: Callable[[Request], object], prepared: Call) -> Outcome:
         return Outcome(False, crash=repr(error))
     finally:
         _ARMED.veto, _ARMED.reenter = armed
-    return Outcome(True)
+    return ACCEPTED
 
 
 def append(session: Any, request: Request | Call) -> Outcome:
@@ -126,7 +131,9 @@ def model_append(reference: model.Session, request: Request) -> Outcome:
 
 # --- copies ------------------------------------------------------------------------------------
 
-_SHARED = (Event, FrozenDict, FrozenList, NestedAppend, types.FunctionType, types.BuiltinFunctionType)
+_SHARED = (Event, FrozenDict, FrozenList, NestedAppend, type, types.FunctionType, types.BuiltinFunctionType)
+"""What a copy shares with its original: immutable values (events, frozen JSON), the one observer, and classes
+and functions. Pickle would look a class up by its name on every unpickling, half of an unpickling's time."""
 
 
 class _Pickler(pickle.Pickler):
@@ -143,15 +150,6 @@ class _Pickler(pickle.Pickler):
         return None
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, data: io.BytesIO, shared: list[object]) -> None:
-        super().__init__(data)
-        self.shared = shared
-
-    def persistent_load(self, pid: Any) -> object:
-        return self.shared[pid]
-
-
 Frozen = tuple[bytes, list[object]]
 """A pickled session and the shared objects its pickle refers to."""
 
@@ -164,9 +162,14 @@ def freeze(session: Any) -> Frozen:
 
 
 def thaw_frozen(frozen: Frozen) -> Any:
-    """A new, independent session from a frozen one; each call makes another."""
+    """A new, independent session from a frozen one; each call makes another.
+
+    The shared objects are found by `list.__getitem__`, in C: one unpickling per accepted letter.
+    """
     data, shared = frozen
-    return _Unpickler(io.BytesIO(data), shared).load()
+    unpickler = pickle.Unpickler(io.BytesIO(data))
+    unpickler.persistent_load = shared.__getitem__  # type: ignore[method-assign]  # the attribute pickle documents
+    return unpickler.load()
 
 
 def clone(session: Any) -> Any:
