@@ -64,10 +64,14 @@ def load_judgements(path: Path = JUDGEMENTS) -> list[dict[str, str]]:
 
 
 def judgement(record: dict[str, Any], judgements: list[dict[str, str]]) -> str | None:
-    """The reason a mutant is equivalent, if `equivalent.toml` judges it so."""
+    """The reason a mutant is equivalent, if `equivalent.toml` judges it so.
+
+    Lines are compared stripped, and so are the blank lines around them: a deleted decorator takes
+    the blank lines above it along.
+    """
     for entry in judgements:
-        if (record["file"].endswith(entry["file"]) and entry["before"].strip() == record["before"]
-                and entry["after"].strip() == record["after"]
+        if (record["file"].endswith(entry["file"]) and entry["before"].strip() == record["before"].strip()
+                and entry["after"].strip() == record["after"].strip()
                 and entry.get("definition", record["definition"]) == record["definition"]):
             return entry["reason"]
     return None

@@ -108,6 +108,15 @@ def test_a_survivor_is_equivalent_only_by_an_entry_naming_its_file_and_lines() -
     assert report.judgement({**record, "file": "reference/sessionspec/storage/jsonl.py"}, [entry]) is None
 
 
+def test_a_deletion_that_takes_blank_lines_along_matches_its_lines_alone() -> None:
+    diff = "--- a/f.py\n+++ b/f.py\n@@ -1,5 +1,2 @@\n x = 1\n-\n-\n-@implies(reference=f)\n def g():"
+    before, after = report.changed_lines(diff)
+    assert (before, after) == ("\n\n@implies(reference=f)", "")
+    record = {"file": "reference/sessionspec/live/fastpath.py", "definition": None, "before": before, "after": after}
+    entry = {"file": "live/fastpath.py", "before": "@implies(reference=f)", "after": "", "reason": "r"}
+    assert report.judgement(record, [entry]) == "r"
+
+
 def test_the_score_is_killed_over_non_equivalent_and_conform_counts_its_own_kills() -> None:
     records = [_record("killed", "vectors"), _record("killed", "conform timeout"), _record("killed", "machine"),
                _record("survived", equivalent="same result, slower"), _record("survived"), _record("incompetent"),

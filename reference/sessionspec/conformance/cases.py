@@ -269,6 +269,7 @@ def _message_misses() -> list[Miss]:
             ("6", "call-id-missing", with_change(r, (*m, "source", "callId"), REMOVED)),
             ("6", "call-id-empty", with_change(r, (*m, "source", "callId"), "")),
             ("6", "call-id-not-a-string", with_change(r, (*m, "source", "callId"), 1)),
+            ("6", "call-ids-both-empty", tool_result("", "output")),
             ("7", "no-block", with_change(r, (*m, "content"), [])),
             ("7", "two-blocks", with_change(r, (*m, "content"), [*r["message"]["content"], *r["message"]["content"]])),
             ("7", "block-not-an-object", with_change(r, block, "output")),
@@ -311,6 +312,7 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.3", "a-float", TURN, append("user/message", u2, "append", [1.5])),
         ("SESSION-SURFACE-PROVENANCE.3", "a-string", TURN, append("user/message", u2, "append", ["1"])),
         ("SESSION-SURFACE-PROVENANCE.3", "negative-after-valid", TURN, append("user/message", u2, "append", [0, -1])),
+        ("SESSION-SURFACE-PROVENANCE.3", "negative-run", TURN, append("user/message", u2, "append", [-1, 0])),
         ("SESSION-SURFACE-PROVENANCE.4", "apart", TURN, append("user/message", u2, "append", [1, 3, 1])),
         ("SESSION-SURFACE-PROVENANCE.5", "far-future", TURN, append("user/message", u2, "append", [0, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "all-future", TURN, append("user/message", u2, "append", [100])),
@@ -318,9 +320,36 @@ def _envelope_misses() -> list[Miss]:
     ]
 
 
+def x_append(event_type: str, data: Any) -> Request:
+    """`append` through the `x-append` op (x-inprocess): `data` may hold tagged values (`{"$int": "..."}`)."""
+    return {"op": "x-append", "request": {"type": event_type, "data": data}}
+
+
+def _value_misses() -> list[Miss]:
+    """SESSION-LOSSLESS-JSON: values JSON text cannot carry, sent as tagged values through `x-append`.
+
+    A request line never holds them (the lossless text reader refuses an unsafe integer or -0
+    first), but an implementation that takes objects must refuse them itself. Each sits where a
+    store's fast copy decides it alone: the data itself, or the one child of an object. A testee
+    without x-inprocess answers `unsupported`, and the step is skipped.
+    """
+    fresh: tuple[Step, ...] = (create(),)
+    return [
+        ("SESSION-LOSSLESS-JSON.1", "a-tuple", fresh, x_append(NOTE, {"$tuple": [1]})),
+        ("SESSION-LOSSLESS-JSON.2", "unsafe-int", fresh, x_append(NOTE, {"$int": str(2**53)})),
+        ("SESSION-LOSSLESS-JSON.2", "unsafe-negative-int", fresh, x_append(NOTE, {"$int": str(-(2**53))})),
+        ("SESSION-LOSSLESS-JSON.2", "unsafe-int-in-an-object", fresh, x_append(NOTE, {"n": {"$int": str(2**53)}})),
+        ("SESSION-LOSSLESS-JSON.3", "nan", fresh, x_append(NOTE, {"x": [{"$float": "nan"}]})),
+        ("SESSION-LOSSLESS-JSON.4", "negative-zero", fresh, x_append(NOTE, {"$float": "-0.0"})),
+        ("SESSION-LOSSLESS-JSON.5", "an-int-key", fresh, x_append(NOTE, {"$pairs": [[1, "v"]]})),
+    ]
+
+
 def _misses() -> list[Case]:
-    return [Case(f"{rule}-reject-{why}", (rule,), (*setup, bad), True, f"near miss: {why.replace('-', ' ')}")
-            for rule, why, setup, bad in (*_message_misses(), *_envelope_misses())]
+    labelled = [*((miss, "near miss") for miss in (*_message_misses(), *_envelope_misses())),
+                *((miss, "through x-append") for miss in _value_misses())]
+    return [Case(f"{rule}-reject-{why}", (rule,), (*setup, bad), True, f"{label}: {why.replace('-', ' ')}")
+            for (rule, why, setup, bad), label in labelled]
 
 
 def cases() -> list[Case]:

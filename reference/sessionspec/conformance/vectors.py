@@ -57,7 +57,7 @@ EXCLUDED_RULES: Final = {
     "SESSION-APPEND-COMMIT.2": "vetoes come from in-process validators",
     "SESSION-APPEND-COMMIT.4": "reentrancy needs an in-process validator or observer",
 }
-"""Single rules out of the protocol's reach, and why."""
+"""Single rules out of the protocol's reach, and why (SESSION-LOSSLESS-JSON.1-.5 have rejecting vectors through x-append)."""
 
 
 def family(rule_id: str) -> str:
