@@ -28,7 +28,7 @@ from sessionspec.testing.explore import ALPHABETS, default_alphabet, explore, to
 
 EPILOG = """examples:
   sessionspec explore                                   # depth 5, full alphabet, against live (what CI runs)
-  sessionspec explore --depth 7                         # full alphabet, 4 million states, about 1,400 CPU s
+  sessionspec explore --depth 7                         # full alphabet, 4 million states, about 1,100 CPU s
   sessionspec explore --impl planted:off-by-one-splice  # a planted bug: a violation, its trace, exit 1
   sessionspec replay /tmp/sessionspec-traces/explore-live-impl-matches-model-1a2b3c4d5e6f.json"""
 
