@@ -293,7 +293,10 @@ CASES: dict[Callable[..., Any], tuple[Callable[[list[Any]], bool], list[list[Any
         ["user/message", 3, 1, USER, "append", True, None, False, False],
         ["assistant/message", 9, 1, ASSISTANT, "append", True, [2, 3, 4, 5], True, False],
         ["assistant/message", 9, 1, ASSISTANT, "append", True, [], True, False],
-        ["tool/result", 9, 1, RESULT, "append", True, [8], True, False]]),
+        ["tool/result", 9, 1, RESULT, "append", True, [8], True, False],
+        ["user/message", 9, 1, USER, {"op": "replace", "start": 2, "end": 5}, True, [2, 3, 4, 5], True, False],
+        ["tool/result", 9, 1, RESULT, {"op": "replace", "start": 8, "end": 8}, True, [8], True, False],
+        ["assistant/message", 9, 1, ASSISTANT, {"op": "replace", "start": 0, "end": 0}, True, None, False, False]]),
     fastpath.sources_hold: (sources_hold_implies_parse_sources, [
         ["tool/result", 9, [8]], ["assistant/message", 20, list(range(4, 12))], ["assistant/message", 5, []],
         ["user/message", 9, [0, 3, 5]], ["user/message", 9, [5, 0, 3]], ["assistant/message", 9, [0, 1]]]),
