@@ -17,7 +17,16 @@ from harness import ABSENT, accepts, outcome, pick
 from sessionspec.envelope import Event, Replace, append_request_parts, build_event, parse_sources
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenList, snapshot
-from sessionspec.live.fastpath import event_of, message_shape_holds, owned, replace_holds, request_parts, sources_hold
+from sessionspec.legacy import check_current
+from sessionspec.live.fastpath import (
+    current_holds,
+    event_of,
+    message_shape_holds,
+    owned,
+    replace_holds,
+    request_parts,
+    sources_hold,
+)
 from sessionspec.shapes import check_message_shape
 from sessionspec.surface import plan_replace
 
@@ -86,6 +95,38 @@ def message_shape_fast_accept_implies_reference(kind: int, field: int, variant: 
     event_type = SURFACE[kind % 3]
     data = _message(event_type, ((field, variant),))
     return message_shape_holds(event_type, data), accepts(lambda: check_message_shape(Event(event_type, 0, 0, data)))
+
+
+_TURN_TYPES = ("turn/end", "turn/start", "steering/message", "user/message", "assistant/message", "tool/result", "x/audit")
+_REASON_KINDS = ("completed", "blocked", "max-tokens", "interrupted", "aborted", "disposed", "error", "legacy", 5, ABSENT)
+_REASON_EXTRAS = (ABSENT, ("reason", {"kind": "legacy"}), ("error", {"message": "m", "code": "c"}), ("message", "m"),
+                  ("step", 1), ("failure", {"message": "m", "code": "c"}))
+
+
+@icontract.ensure(lambda result: not result[0] or result[1], "current_holds implies check_current accepts")
+def current_fast_accept_implies_reference(kind: int, reason_kind: int, extra: int, extra2: int, trigger: bool,
+                                          as_list: bool) -> tuple[bool, bool]:
+    """An event the fast form calls current is one no load upgrade rewrites or refuses (SESSION-LEGACY-UPGRADE.6).
+
+    The data is a turn/start (with or without a trigger), a turn/end whose reason has one of the
+    known kinds (or none, or a number) with up to two extra keys of the legacy shapes, or the same
+    object under another type, or the reason itself as a list. Guards against: the cheap test
+    reading a frozen object as no object at all (it once did: `type(data) is dict`), or missing a
+    reason that carries a key besides its kind.
+    """
+    event_type = pick(kind, _TURN_TYPES)
+    reason: dict[str, object] = {}
+    if pick(reason_kind, _REASON_KINDS) is not ABSENT:
+        reason["kind"] = pick(reason_kind, _REASON_KINDS)
+    for n in (extra, extra2):
+        part = pick(n, _REASON_EXTRAS)
+        if isinstance(part, tuple):
+            reason[part[0]] = part[1]
+    data: dict[str, object] = {"turn": 1, "reason": [reason] if as_list else reason}
+    if trigger:
+        data["trigger"] = {"kind": "user"}
+    frozen = snapshot(data)
+    return current_holds(event_type, frozen), accepts(lambda: check_current(Event(event_type, 0, 0, frozen)))
 
 
 _REQUEST_KEYS = ("op", "type", "data", "surfaceOp", "sourceEventSeqs", "ignorable", "extra")

@@ -22,7 +22,9 @@ from sessionspec.storage import gate, jsonl, sqlite, zstdlog
 from sessionspec.storage.chunkrows import decode
 from sessionspec.storage.layout import encode_segment, project_key, session_path
 from sessionspec.storage.zstdlog import compress
+from sessionspec.testing.implementations import SessionFactory
 from sessionspec.testing.loops import Loop, agent_loops, build
+from support import rejects, seed_rejects
 
 FIXTURES = Path(__file__).parent / "fixtures" / "storage"
 SUFFIXES = ["log.jsonl", "log.jsonl.zstd", "log.sqlite"]
@@ -284,6 +286,46 @@ def test_legacy_tool_results_and_turn_end_reasons(tmp_path: Path) -> None:
 def test_malformed_legacy_shapes_are_refused(tmp_path: Path, event: dict[str, Any], rule: str) -> None:
     error = violation(lambda: storage.load(legacy_log(tmp_path, event)))
     assert error.rule == rule and error.line == 2
+
+
+LEGACY_SHAPES = [
+    ("turn/start", {"turn": 1, "trigger": {"kind": "user"}}),   # .1 would rewrite
+    ("turn/start", {"turn": 0, "trigger": {"kind": "user"}}),   # .1 would refuse
+    ("turn/end", {"turn": 0, "reason": {}}),                    # .2 would refuse (found by HypoFuzz)
+    ("turn/end", {"turn": 1, "reason": {"kind": "completed", "extra": 1}}),
+    ("turn/end", {"turn": 1, "reason": {"kind": "disposed"}}),  # .2 would rewrite
+    ("turn/end", {"turn": 1, "reason": {"kind": "aborted"}}),
+    ("turn/end", {"turn": 1, "reason": {"kind": "error", "message": "boom"}}),
+    ("steering/message", {"turn": 1}),                          # .3 would refuse
+    ("steering/message", {"turn": 1, "message": {"id": "m"}}),  # .3 would rewrite
+]
+
+
+@pytest.mark.parametrize(("event_type", "data"), LEGACY_SHAPES)
+def test_append_and_seed_refuse_what_a_load_would_upgrade_or_refuse(create: SessionFactory, tmp_path: Path,
+                                                                     event_type: str, data: dict[str, Any]) -> None:
+    """SESSION-LEGACY-UPGRADE.6: written as it stands, the event would load as another event, or not at all."""
+    session = create("s", clock=lambda: 5)
+    session.append("turn/start", {"turn": 1})
+    error = rejects(session, "SESSION-LEGACY-UPGRADE.6", lambda: session.append(event_type, data, ignorable=True))
+    assert error.seq == 1 and error.message.startswith(f"{event_type}: a pre-react-loop shape; a load would ")
+    seed = [*(event.to_json() for event in session.events),
+            {"type": event_type, "seq": 1, "time": 5, "data": data, "ignorable": True}]
+    seed_rejects(create, seed, "SESSION-LEGACY-UPGRADE.6", 1)
+
+
+def test_every_event_a_session_appends_loads_as_itself(create: SessionFactory, tmp_path: Path) -> None:
+    """SESSION-LEGACY-UPGRADE.6, accepted: the current turn/end reasons are written and load unchanged, unreported."""
+    session = create("s", clock=lambda: 5)
+    for turn, reason in enumerate([{"kind": "completed"}, {"kind": "aborted", "reason": {"kind": "legacy"}},
+                                   {"kind": "error", "error": {"message": "x", "code": "E"}}], start=1):
+        session.append("turn/start", {"turn": turn})
+        session.append("turn/end", {"turn": turn, "reason": reason})
+    path = tmp_path / "s.jsonl"
+    storage.save(path, session.header, session.events)
+    result = storage.load(path)
+    assert not result.upgrades
+    assert [e.to_json() for e in result.events] == [e.to_json() for e in session.events]
 
 
 def test_unknown_types_are_refused_unless_ignorable_against_the_chosen_catalog() -> None:

@@ -32,6 +32,7 @@ from sessionspec import jsonvalue, shapes
 from sessionspec.catalog import DEFAULT_CATALOG, SURFACE_TYPES
 from sessionspec.envelope import APPEND, Event, Replace, append_request_parts, build_event, parse_event, parse_sources
 from sessionspec.jsonvalue import FrozenDict, FrozenList, is_json, snapshot
+from sessionspec.legacy import check_current, upgrade
 from sessionspec.live import fastpath
 from sessionspec.live.fastpath import FAST_FORMS, FastForm, message_shape_holds, rule_ids
 from sessionspec.logcheck import reader, survey
@@ -39,7 +40,6 @@ from sessionspec.logcheck.checker import Checker
 from sessionspec.rules import RULES, check
 from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import ROW_TAGS, decode
-from sessionspec.storage.legacy import upgrade
 from sessionspec.storage.losslessparse import parse
 from sessionspec.surface import check_tool_result_rewrite, plan_replace
 from sessionspec.testing import builders
@@ -69,7 +69,7 @@ def raised_rules(function: Callable[..., Any], seen: set[Any] | None = None) -> 
     body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
     names = function.__globals__
     found: set[str] = set()
-    for node in (part for statement in body for part in ast.walk(statement)):
+    for node in (part for statement in body for part in _reached(statement)):
         target: Any = node.value if isinstance(node, ast.Constant) else names.get(node.id) if isinstance(node, ast.Name) else None
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and inspect.ismodule(names.get(node.value.id)):
             target = getattr(names[node.value.id], node.attr, None)
@@ -79,6 +79,17 @@ def raised_rules(function: Callable[..., Any], seen: set[Any] | None = None) -> 
               and not target.__module__.startswith(_NOT_REFERENCE)):
             found |= raised_rules(target, seen)
     return found
+
+
+def _reached(node: ast.AST) -> Any:
+    """`node` and everything under it, less the body of a `try` that catches SpecViolation: what that body raises is
+    the handler's to turn into its own rule (`legacy.check_current` reports an upgrade's refusal as its .6)."""
+    yield node
+    catches = isinstance(node, ast.Try) and any(
+        isinstance(handler.type, ast.Name) and handler.type.id == "SpecViolation" for handler in node.handlers)
+    children = [*node.handlers, *node.orelse, *node.finalbody] if catches else ast.iter_child_nodes(node)
+    for child in children:
+        yield from _reached(child)
 
 
 def undeclared(form: FastForm) -> set[str]:
@@ -93,6 +104,7 @@ def test_the_rule_scan_reads_calls_constants_and_passed_functions() -> None:
     assert raised_rules(parse) == set(rule_ids("SESSION-LOSSLESS-TEXT", 1, 6))  # hooks passed to json.loads
     assert set(rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5)) <= raised_rules(build_event)  # through parse_sources
     assert "SESSION-LOSSLESS-JSON.7" not in raised_rules(snapshot)  # named in its docstring only
+    assert raised_rules(check_current) == {"SESSION-LEGACY-UPGRADE.6"}  # what `upgrade` raises is caught and reported as .6
 
 
 def _reference_with_a_new_rule(event: Event) -> None:
@@ -169,6 +181,16 @@ def message_shape_implies_check_message_shape(args: list[Any]) -> bool:
     held = message_shape_holds(event_type, data)
     if held:
         shapes.check_message_shape(Event(event_type, 0, 0, data))
+    return held
+
+
+def current_holds_implies_check_current(args: list[Any]) -> bool:
+    event_type, data = args
+    if not (jsonvalue.is_nonempty_str(event_type) and is_json(data)):
+        return False
+    held = fastpath.current_holds(event_type, data)
+    if held:
+        check_current(Event(event_type, 0, 0, snapshot(data)))
     return held
 
 
@@ -303,6 +325,11 @@ CASES: dict[Callable[..., Any], tuple[Callable[[list[Any]], bool], list[list[Any
     message_shape_holds: (message_shape_implies_check_message_shape, [
         ["user/message", USER], ["assistant/message", ASSISTANT], ["tool/result", RESULT],
         ["tool/result", snapshot(RESULT)], ["assistant/message", builders.assistant_message("a2", [])]]),
+    fastpath.current_holds: (current_holds_implies_check_current, [
+        ["turn/end", {"turn": 1, "reason": {"kind": "completed"}}], ["turn/start", {"turn": 1}],
+        ["turn/end", {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "legacy"}}}],
+        ["turn/end", {"turn": 1, "reason": {"kind": "error", "error": {"message": "x", "code": "E"}}}],
+        ["user/message", USER], ["assistant/message", ASSISTANT], ["tool/result", RESULT], ["x/audit", None]]),
     fastpath.rewrite_keeps: (rewrite_keeps_implies_the_rewrite_check, [[RESULT, builders.pruned(RESULT)], [RESULT, RESULT]]),
     fastpath.replace_holds: (replace_holds_implies_plan_replace, [
         [*SURFACE, "user/message", 0, 5, [0, 2, 5], SUMMARY], [*SURFACE, "user/message", 2, 2, [2, 4], SUMMARY],
@@ -420,6 +447,19 @@ def test_message_shape_fast_accept_implies_reference_accepts(args: list[Any]) ->
     message_shape_implies_check_message_shape(args)
 
 
+_LEGACY_REASONS = [{"kind": kind} for kind in ("completed", "blocked", "max-tokens", "interrupted", "aborted", "disposed",
+                                                 "error")] + [{"kind": "error", "error": {"message": "m", "code": "c"}}]
+_turn_events = st.one_of(
+    st.tuples(st.just("turn/end"), st.fixed_dictionaries({"turn": st.integers(0, 3), "reason": st.sampled_from(_LEGACY_REASONS)})),
+    st.tuples(st.just("turn/start"), st.fixed_dictionaries({"turn": st.integers(0, 3)}, optional={"trigger": st.just({"kind": "u"})})),
+    st.tuples(st.sampled_from(["steering/message", "user/message", "x/audit"]), st.just({"turn": 1, "message": {"id": "m"}})))
+
+
+@given(near_misses(st.one_of(_turn_events, _messages).map(list)))
+def test_current_shape_fast_accept_implies_no_load_upgrade_applies(args: list[Any]) -> None:
+    current_holds_implies_check_current(args)
+
+
 @given(near_misses(gen.tool_result_data().map(lambda data: [data, builders.pruned(data)])))
 def test_rewrite_keeps_fast_accept_implies_the_rewrite_check_accepts(args: list[Any]) -> None:
     rewrite_keeps_implies_the_rewrite_check(args)
@@ -491,7 +531,7 @@ def test_prove_lists_an_obligation_for_each_fast_form_the_solver_can_carry() -> 
     listed = {o.name for o in proving.discover(Path(obligations.__file__).parent) if o.module == "obligations_fastpaths"}
     assert listed == {"sources_fast_accept_implies_reference", "message_shape_fast_accept_implies_reference",
                       "request_parts_is_the_reference", "event_of_is_build_event", "owned_is_snapshot",
-                      "replace_fast_accept_implies_reference"}
+                      "replace_fast_accept_implies_reference", "current_fast_accept_implies_reference"}
 
 
 @given(st.integers(-3, 40), st.integers(-3, 40), st.integers(-3, 40), st.booleans(), st.lists(st.integers(-3, 10), max_size=3))
@@ -502,6 +542,7 @@ def test_the_fast_path_obligations_hold_on_concrete_inputs(a: int, b: int, c: in
     obligations.event_of_is_build_event(a, b, c, a + b, b, c, raw)
     obligations.owned_is_snapshot([a, b], raw)
     obligations.replace_fast_accept_implies_reference(a, b, c, a - b, flag, b, sorted({n % 8 for n in raw}), c)
+    obligations.current_fast_accept_implies_reference(a, b, c, a + b, flag, not flag)
 
 
 @pytest.mark.parametrize("data", [{"turn": 1, "trigger": {"kind": "user"}}, {"turn": 1, "trigger": "x"}])

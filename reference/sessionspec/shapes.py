@@ -11,6 +11,7 @@ from __future__ import annotations
 from sessionspec.catalog import ASSISTANT_MESSAGE, REQUEST_HEADER, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
 from sessionspec.envelope import Event
 from sessionspec.jsonvalue import Json, is_nonempty_str
+from sessionspec.legacy import check_current
 from sessionspec.rules import check
 
 
@@ -132,6 +133,7 @@ def check_content(event: Event, *, index: int | None = None) -> None:
         check_message_shape(event, index=index)
     elif event.type == REQUEST_HEADER:
         check_request_header(event, index=index)
+    check_current(event, index=index)
 
 
 

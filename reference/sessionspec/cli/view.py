@@ -20,8 +20,8 @@ from sessionspec.catalog import ASSISTANT_MESSAGE, SURFACE_TYPES, USER_MESSAGE
 from sessionspec.envelope import parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.legacy import may_upgrade, upgrade
 from sessionspec.logcheck.checker import Checker, Finding
-from sessionspec.storage.legacy import may_upgrade, upgrade
 
 ENVELOPE_ORDER = ("type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable")
 _LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message"})

@@ -43,6 +43,7 @@ from sessionspec.envelope import (
     parse_sources,
 )
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, Json, snapshot
+from sessionspec.legacy import check_current, may_upgrade
 from sessionspec.shapes import check_message_shape
 from sessionspec.surface import check_tool_result_rewrite, kept_by_rewrite, plan_replace
 
@@ -327,6 +328,19 @@ def check_message(event: Event, *, index: int | None = None) -> None:
     """SESSION-MESSAGE-SHAPE, exactly as `shapes.check_message_shape` raises it."""
     if not message_shape_holds(event.type, event.data):
         check_message_shape(event, index=index)
+
+
+# --- SESSION-LEGACY-UPGRADE.6 -------------------------------------------------------------------
+
+
+@implies(reference=check_current, rules=("SESSION-LEGACY-UPGRADE.6",))
+def current_holds(event_type: str, data: Json) -> bool:
+    """SESSION-LEGACY-UPGRADE.6 holds for an event of `event_type` carrying `data`: no load upgrade applies to it.
+
+    `legacy.may_upgrade` looks at the type and at most one key (and a turn/end's reason) where the
+    reference runs the whole upgrade on a built event; where it says no upgrade could apply, none does.
+    """
+    return not may_upgrade(event_type, data)
 
 
 # --- SESSION-SURFACE-REPLACE and SESSION-SURFACE-TOOL-RESULT -------------------------------------

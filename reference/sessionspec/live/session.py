@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from sessionspec.catalog import REQUEST_HEADER, SURFACE_TYPES
 from sessionspec.envelope import Event, Replace
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json
-from sessionspec.live.fastpath import check_message, event_of, owned, request_parts
+from sessionspec.legacy import check_current
+from sessionspec.live.fastpath import check_message, current_holds, event_of, owned, request_parts
 from sessionspec.live.surface import DerivedMessages, LivePlan, SurfaceManager
 from sessionspec.requestheader import REQUEST_CONTEXT, RequestHeaderFold
 from sessionspec.shapes import check_request_header
@@ -133,6 +134,8 @@ class Session(SessionCore):
             check_message(event, index=index)
         elif event.type == REQUEST_HEADER:
             check_request_header(event, index=index)
+        if not current_holds(event.type, event.data):
+            check_current(event, index=index)
 
     def _plan(self, event: Event, *, index: int | None = None) -> LivePlan:
         return self._surface.plan(event, index=index)

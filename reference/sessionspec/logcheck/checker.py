@@ -41,6 +41,7 @@ from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import validate_header
 from sessionspec.jsonvalue import Json, snapshot
+from sessionspec.legacy import LegacyUpgrade, message_id_of, upgrade
 from sessionspec.live.fastpath import replace_holds
 from sessionspec.logcheck.reader import StoredLine
 from sessionspec.logcheck.survey import Run, survey
@@ -50,7 +51,6 @@ from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
-from sessionspec.storage.legacy import LegacyUpgrade, message_id_of, upgrade
 from sessionspec.surface import ReplacePlan, plan
 from sessionspec.views import project
 

@@ -33,10 +33,10 @@ from typing import Any, Final
 from sessionspec.catalog import SURFACE_TYPES, TOOL_RESULT
 from sessionspec.envelope import parse_event
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, is_nonneg_safe_int
+from sessionspec.legacy import may_upgrade, upgrade
 from sessionspec.live.fastpath import implies, message_shape_holds, rule_ids, sources_hold
 from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import MAX_MEMBERS, ROW_TAGS, decode
-from sessionspec.storage.legacy import may_upgrade, upgrade
 
 _INT: Final = frozenset({int})
 _TURNS: Final = frozenset({"turn/start", "turn/end"})
@@ -85,7 +85,7 @@ def lean_row(row: Any, kind: str) -> int:
 
 
 @implies(reference=(parse_event, upgrade, check_content),
-         rules=(*rule_ids("SESSION-LEGACY-UPGRADE", 1, 4), "SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 7),
+         rules=(*rule_ids("SESSION-LEGACY-UPGRADE", 1, 4), "SESSION-LEGACY-UPGRADE.6", "SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 7),
                 *rule_ids("SESSION-CORE-EVENTS", 1, 2), *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4),
                 *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5), *rule_ids("SESSION-MESSAGE-SHAPE", 1, 8),
                 *rule_ids("SESSION-REQUEST-HEADER", 1, 4), "SESSION-UNKNOWN-EVENT-GATE.1"),

@@ -20,12 +20,12 @@ from sessionspec.catalog import CATALOGS, DEFAULT_CATALOG, Catalog
 from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json, json_equal
+from sessionspec.legacy import LegacyUpgrade
 from sessionspec.storage.durable import VERIFIED, remove_stale_temps
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult, TornTail, finish_load, gate_events
 from sessionspec.storage.jsonl import JsonlReader, JsonlWriter
 from sessionspec.storage.layout import encode_segment, project_key, session_path
-from sessionspec.storage.legacy import LegacyUpgrade
 from sessionspec.storage.sqlite import SqliteReader, SqliteWriter
 from sessionspec.storage.zstdlog import ZstdReader, ZstdWriter
 

@@ -20,10 +20,10 @@ from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
+from sessionspec.legacy import LegacyUpgrade, Upgrader
 from sessionspec.repair import closers as repair_closers
 from sessionspec.rules import define
 from sessionspec.storage.chunkrows import decode
-from sessionspec.storage.legacy import LegacyUpgrade, Upgrader
 from sessionspec.storage.losslessparse import parse
 
 HEADER_LINE = define("SESSION-STORAGE-HEADER.1", Kind.HEADER, "a log starts with exactly one newline-terminated header record")

@@ -16,7 +16,7 @@ from typing import Any
 from sessionspec.envelope import APPEND, Event, Replace
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import Json, is_nonempty_str, is_safe_int, snapshot, thaw
-from sessionspec.rules import define
+from sessionspec.rules import check, define
 
 TURN_START = define("SESSION-LEGACY-UPGRADE.1", Kind.ENVELOPE,
                     "a turn/start with a trigger is exactly {turn >= 1, trigger {kind}} and keeps {turn}")
@@ -25,6 +25,8 @@ STEERING = define("SESSION-LEGACY-UPGRADE.3", Kind.ENVELOPE, "a steering/message
 PRE_IDENTITY = define("SESSION-LEGACY-UPGRADE.4", Kind.ENVELOPE,
                       "pre-identity message events gain the legacy message id and their role")
 REPORTED = define("SESSION-LEGACY-UPGRADE.5", Kind.INTERNAL, "every upgrade applied on load is reported")
+CURRENT = define("SESSION-LEGACY-UPGRADE.6", Kind.ENVELOPE,
+                 "append and seed refuse an event that the load's upgrades would rewrite or refuse")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +80,7 @@ def may_upgrade(kind: object, data: object) -> bool:
     For a reader that builds no Event for a current record (`sessionspec show`): only what this
     admits needs `upgrade` itself.
     """
-    if type(data) is not dict:
+    if not isinstance(data, dict):  # a plain record's data or an event's frozen one: `upgrade` takes both
         return False
     if kind == "turn/start":
         return "trigger" in data
@@ -169,6 +171,26 @@ def _pre_identity(event: Event, session_id: str, message_ids: Mapping[int, str])
     return None
 
 
+def check_current(event: Event, *, index: int | None = None) -> None:
+    """SESSION-LEGACY-UPGRADE.6: a session writes only events that load as themselves.
+
+    The load rewrites a closed list of old shapes (.1-.4) and refuses a malformed one. An event
+    appended or seeded in one of those shapes would be stored as it is, and then load as another
+    event, or stop the log loading at all: the file would no longer hold the history the session
+    recorded. So the writer refuses it, and says what the load would have done.
+
+    Called after the message shapes are checked (SESSION-MESSAGE-SHAPE.1 already refuses a
+    message event without its identity, the shape .4 rewrites), so no earlier message is needed.
+    """
+    try:
+        found = upgrade(event, "", {})
+        would = None if found is None else f"a load would rewrite it: {found[2]}"
+    except SpecViolation as refused:
+        would = f"a load would refuse it ({refused.rule}: {refused.message})"
+    # .6 Only current shapes are written: the log on disk loads as the events the session holds.
+    check(would is None, CURRENT, f"{event.type}: a pre-react-loop shape; {would}", seq=event.seq, index=index)
+
+
 def message_id_of(event: Event) -> str | None:
     data: Any = event.data
     message = data if event.type == "user/message" else data.get("message") if isinstance(data, dict) else None
@@ -198,4 +220,4 @@ class Upgrader:
         return event
 
 
-__all__ = ["LegacyUpgrade", "Upgrader", "legacy_id", "may_upgrade", "upgrade"]
+__all__ = ["LegacyUpgrade", "Upgrader", "check_current", "legacy_id", "may_upgrade", "upgrade"]
