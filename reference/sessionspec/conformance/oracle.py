@@ -61,8 +61,9 @@ from sessionspec.surface import Plan, ReplacePlan, Surface, apply, plan
 from sessionspec.views import project_all, transcript
 
 T = TypeVar("T")
-REMEMBERED: Final = 50_000
-"""Steps the tree of paths holds before it is dropped and grown again (memory: a step keeps its answer)."""
+REMEMBERED: Final = (50_000, 64 << 20)
+"""Steps, and bytes of their answers' lines, the tree of paths holds before it is dropped and grown again (memory:
+a step keeps its answer, and a snapshot's answer holds the whole log)."""
 
 
 def reference_answer(oracle: Executor, line: bytes) -> Answer:
@@ -164,7 +165,7 @@ class ReferenceExecutor(Executor):
         """The last line's step; None before the first line or when the tree was dropped."""
         self._behind = False
         """The executor's own state is not the one `_step` left (lines since were answered from the tree)."""
-        self._steps = 0
+        self._steps = self._bytes = 0
         self._reset = False
         self._plains: dict[int, tuple[Any, Any]] = {}
         """`_plain`'s copies, by identity: kept across creates while the tree keeps their sessions."""
@@ -195,10 +196,11 @@ class ReferenceExecutor(Executor):
         self._reset = False
         answer = reference_answer(self, line)
         step = _Step(answer, dumps(answer), (None if self.session is None else self.session.state(), self._now))
-        if self._steps >= REMEMBERED:
-            self._starts, self._steps = {}, 0
+        if self._steps >= REMEMBERED[0] or self._bytes >= REMEMBERED[1]:
+            self._starts, self._steps, self._bytes = {}, 0, 0
             self._plains.clear()
         self._steps += 1
+        self._bytes += len(step.written)
         if self._reset:
             self._starts[line] = step
         elif self._step is not None:
