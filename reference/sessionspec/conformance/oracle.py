@@ -162,7 +162,7 @@ class ReferenceExecutor(Executor):
         self._starts: dict[bytes, _Step] = {}
         """Lines that reset the executor (a create past its shape check): their steps start paths."""
         self._step: _Step | None = None
-        """The last line's step; None before the first line or when the tree was dropped."""
+        """The last line's step (None before the first line); kept when the tree is dropped, so its path goes on."""
         self._behind = False
         """The executor's own state is not the one `_step` left (lines since were answered from the tree)."""
         self._steps = self._bytes = 0
