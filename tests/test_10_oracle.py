@@ -8,15 +8,16 @@ machine sends, rejections, seeds, hooks and raw lines included.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sessionspec import model
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.exchange import encodable, reference_answer
+from sessionspec.conformance.exchange import encodable
 from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.oracle import Reference, ReferenceExecutor
+from sessionspec.conformance.oracle import Reference, ReferenceExecutor, reference_answer
 from sessionspec.conformance.protocol import dumps
 from sessionspec.testing import breaking, loops
 from sessionspec.testing import choose as generate
@@ -48,14 +49,11 @@ def test_the_oracle_answers_every_vector_step_as_the_model_does() -> None:
         both_answer(oracle, naive, {"op": "snapshot"})
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
-def test_the_oracle_answers_what_the_conformance_machine_sends_as_the_model_does(data: st.DataObject) -> None:
-    oracle, naive = ReferenceExecutor(), Executor(model.Session.create, "model")
-    both_answer(oracle, naive, {"op": "create", "id": "s1", "seed": None, "header": None})
-    events: list[Any] = []
-    nodes: list[int] = []
-    for step in range(data.draw(st.integers(1, 12), label="steps")):
+def _machine_steps(data: st.DataObject, send: Callable[[Any], dict[str, Any]], steps: int) -> None:
+    """What the conformance machine sends, step by step, each drawn for the log `send`'s snapshot shows."""
+    look = send({"op": "snapshot"})
+    events, nodes = (look["events"], look["surface"]["nodes"]) if look["ok"] else ([], [])
+    for step in range(steps):
         view = ss.View(tuple(events), tuple(nodes))
         kind = data.draw(st.sampled_from(["loop", "appends", "odd", "reseed", "fold"]), label="kind")
         choose = generate.seeded(data.draw(st.integers(0, 2**32 - 1), label="seed"))
@@ -73,10 +71,65 @@ def test_the_oracle_answers_what_the_conformance_machine_sends_as_the_model_does
             requests = [{"op": "fold", "events": events}, {"op": "repair", "events": events}]
         for request in requests:
             if encodable(request) is not None:
-                both_answer(oracle, naive, request)
-        look = both_answer(oracle, naive, {"op": "snapshot"})
+                send(request)
+        look = send({"op": "snapshot"})
         if look["ok"]:
             events, nodes = look["events"], look["surface"]["nodes"]
         else:
-            both_answer(oracle, naive, {"op": "create", "id": f"t{step}", "seed": None, "header": None})
+            send({"op": "create", "id": f"t{step}", "seed": None, "header": None})
             events, nodes = [], []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_the_oracle_answers_what_the_conformance_machine_sends_as_the_model_does(data: st.DataObject) -> None:
+    oracle, naive = ReferenceExecutor(), Executor(model.Session.create, "model")
+    both_answer(oracle, naive, {"op": "create", "id": "s1", "seed": None, "header": None})
+    _machine_steps(data, lambda request: both_answer(oracle, naive, request), data.draw(st.integers(1, 12), label="steps"))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_answers_remembered_by_their_path_are_the_models_answers(data: st.DataObject) -> None:
+    """`ReferenceExecutor.answer` over examples that repeat an earlier one's first lines and then go their own way
+    (as Hypothesis's mutations make them), each line held to a fresh model that sees only its own example."""
+    oracle = ReferenceExecutor()
+    examples: list[list[bytes]] = []
+    for number in range(data.draw(st.integers(2, 6), label="examples")):
+        naive = Executor(model.Session.create, "model")
+        lines: list[bytes] = []
+
+        def send(request: Any, naive: Executor = naive, lines: list[bytes] = lines) -> dict[str, Any]:
+            line = request if isinstance(request, bytes) else encodable(request)
+            assert line is not None
+            lines.append(line)
+            expected = reference_answer(naive, line)
+            answer, written = oracle.answer(line)
+            assert written == dumps(answer) == dumps(expected), (request, expected, answer)
+            return expected
+
+        send({"op": "create", "id": "s1", "seed": None, "header": None if number % 2 else {"version": 0, "createdAt": 1}})
+        repeat: bool = data.draw(st.booleans(), label="repeat")
+        if examples and repeat:
+            earlier = data.draw(st.sampled_from(examples), label="earlier")
+            for line in earlier[1 : data.draw(st.integers(1, len(earlier)), label="cut")]:
+                send(line)
+        _machine_steps(data, send, data.draw(st.integers(0, 4), label="steps"))
+        examples.append(lines)
+
+
+def test_a_path_that_leaves_the_tree_gets_the_state_of_its_last_known_step() -> None:
+    """Two examples that share their create and then append different messages: the second is answered from the
+    state the create left, not from the first example's (its log, its surface, its views kept by log length)."""
+    oracle = ReferenceExecutor()
+    create = {"op": "create", "id": "s1", "seed": None, "header": None}
+    for text in ("first", "second", "first"):
+        naive = Executor(model.Session.create, "model")
+        message = {"op": "append", "type": "user/message", "surfaceOp": "append",
+                   "data": {"id": f"u-{text}", "role": "user", "source": {"kind": "user"},
+                            "content": [{"type": "text", "text": text}]}}
+        for request in (create, {"op": "snapshot"}, message, {"op": "snapshot"}):
+            line = encodable(request)
+            assert line is not None
+            answer, written = oracle.answer(line)
+            assert written == dumps(answer) == dumps(reference_answer(naive, line)), (text, request)

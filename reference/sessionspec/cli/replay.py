@@ -19,8 +19,8 @@ from typing import Any
 
 from sessionspec.conformance import runner
 from sessionspec.conformance.compare import differences, op_of
-from sessionspec.conformance.exchange import reference_answer
 from sessionspec.conformance.executor import Executor
+from sessionspec.conformance.oracle import reference_answer
 from sessionspec.conformance.protocol import dumps
 from sessionspec.conformance.trace import Trace, TraceError, read_trace
 from sessionspec.model import Session

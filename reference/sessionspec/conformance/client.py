@@ -12,7 +12,9 @@ first, and whatever is left when an answer is wanted), and answers are read in t
 thread, in large reads, when they are wanted. A write per request and a reader thread each cost
 a wake-up of one process by the other and a handover of the interpreter lock, which on a busy
 machine was most of the time a request spent in the pipe. While a batch is written the answers
-already waiting are read too, so a testee blocked on a full stdout can never hold a write.
+already waiting are read too, so a testee blocked on a full stdout can never hold a write, and
+after it what the testee answered meanwhile is read without waiting, so a testee is not left
+blocked on a full stdout (snapshot answers are large) until the runner next wants an answer.
 """
 
 from __future__ import annotations
@@ -232,6 +234,8 @@ class Connection:
                 self._read(stdout)
             elif not writable:
                 raise self._failure("timeout", f"did not read a request within {self.timeout:g} s")
+        if self._answers.ended is None:
+            self._read(stdout)  # what it answered meanwhile: a full stdout would stall it until the next receive
         now = time.monotonic()
         self._sent.extend([now] * count)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from sessionspec.catalog import END_SEED
 from sessionspec.conformance.compare import op_of
-from sessionspec.conformance.exchange import encodable, reference_answer
-from sessionspec.conformance.oracle import ReferenceExecutor
+from sessionspec.conformance.exchange import encodable
+from sessionspec.conformance.oracle import ReferenceExecutor, reference_answer
 
 
 def accepted_seqs(trace: list[Any]) -> list[int | None]:

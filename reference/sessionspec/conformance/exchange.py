@@ -7,12 +7,13 @@ filed under its family (`Divergence.family`); a family already known (found earl
 or named by the failure list) ends the example's talk with the testee quietly, so the search goes
 on for new families; a new family is raised, for Hypothesis to shrink.
 
-The reference is `oracle.ReferenceExecutor`: `model.Session`'s answers without its self-checks
-(see `sessionspec.conformance.oracle` for why that is the same reference). An answer line that
-is byte for byte the reference's answer as the protocol writes it agrees with it (the same text
-is the same JSON value); only other lines are parsed and compared field by field
-(`compare.differences`), so a testee that answers exactly, as ours do, costs one `bytes` compare
-per request.
+The reference is `oracle.ReferenceExecutor`: `model.Session`'s answers without its self-checks,
+each remembered by the path of lines that led to it (see `sessionspec.conformance.oracle` for why
+that is the same reference). An answer line that is byte for byte the reference's answer as the
+protocol writes it agrees with it (the same text is the same JSON value); only other lines are
+parsed and compared field by field (`compare.differences`), so a testee that answers exactly, as
+ours do, costs one `bytes` compare per request. A full window reads only the older half of the
+answers in flight, so the runner waits for the testee only at the end of an example.
 """
 
 from __future__ import annotations
@@ -26,10 +27,8 @@ import orjson
 from sessionspec.conformance.client import Connection, TesteeFailure, parse_answer
 from sessionspec.conformance.compare import differences, op_of, skipped, unchecked
 from sessionspec.conformance.divergence import Divergence, divergence
-from sessionspec.conformance.executor import Executor
 from sessionspec.conformance.oracle import ReferenceExecutor
-from sessionspec.conformance.protocol import Answer, dumps, line_error, loads
-from sessionspec.errors import SpecViolation
+from sessionspec.conformance.protocol import Answer, dumps
 
 WINDOW: Final = 256
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
@@ -90,15 +89,6 @@ def encodable(request: Any) -> bytes | None:
         return None
 
 
-def reference_answer(oracle: Executor, line: bytes) -> Answer:
-    """What the reference answers to a line: exactly what a testee reads from it."""
-    try:
-        request = loads(line)
-    except SpecViolation as violation:
-        return line_error(violation)
-    return oracle.run(request)
-
-
 class Exchange:
     """One testee and the reference; shared by the vectors, the machine and the trace minimiser."""
 
@@ -107,11 +97,11 @@ class Exchange:
         self.connection = connection
         self.known = known
         self.window = window
-        self.oracle: Executor = ReferenceExecutor()
+        self.oracle = ReferenceExecutor()
         self.trace: list[Any] = []
-        self.pending: collections.deque[tuple[Any, Answer, list[Any], int]] = collections.deque()
-        """In flight: each request, the reference's answer, and its trace as the list it was appended to and its
-        length then. A create starts a new list rather than clearing this one, so a request still in flight when
+        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int]] = collections.deque()
+        """In flight: each request, the reference's answer (and its line, when the oracle gave it), and its trace as
+        the list it was appended to and its length then. A create starts a new list rather than clearing this one, so a request still in flight when
         the next session is created keeps its own trace (a divergence once carried the next session's requests)."""
         self.quiet = False
         """The example hit a known divergence: the rest goes to the reference only."""
@@ -121,7 +111,6 @@ class Exchange:
         """The known families the search met (the first divergence of each), so a failure list is judged."""
         self.source = "machine"
         self.case: str | None = None
-        self._written: tuple[Answer | None, bytes] = (None, b"")
         self.streak = 0
         """Testee failures since its last answer (see GIVE_UP)."""
 
@@ -148,27 +137,34 @@ class Exchange:
         if op_of(request) == "create":
             self.trace = []
         self.trace.append(request)
+        written = None
         if expected is None:
-            expected = reference_answer(self.oracle, line)
+            expected, written = self.oracle.answer(line)
         if self.quiet:
             return expected
-        self.pending.append((request, expected, self.trace, len(self.trace)))
+        self.pending.append((request, expected, written, self.trace, len(self.trace)))
         try:
             self.connection.send(line)
         except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
             self.streak += 1
-            owed, owed_expected, trace, length = self.pending.popleft()
+            owed, owed_expected, _, trace, length = self.pending.popleft()
             self.pending.clear()
             self._settle(owed, owed_expected, failure.answer(), trace[:length])
             return expected
         if len(self.pending) >= self.window:
-            self.flush()
+            self._compare(self.window // 2)
         return expected
 
     def flush(self) -> None:
         """Read every answer in flight and compare; raises DivergenceFound for a new family."""
-        while self.pending and not self.quiet:
-            request, expected, trace, length = self.pending.popleft()
+        self._compare(0)
+        self.drain()
+
+    def _compare(self, left: int) -> None:
+        """Read and compare the oldest answers in flight until `left` are: a full window waits for the testee's
+        oldest answers, not for it to catch up with the newest request (the runner would then wait for all of it)."""
+        while len(self.pending) > left and not self.quiet:
+            request, expected, written, trace, length = self.pending.popleft()
             try:
                 raw = self.connection.receive_raw()
             except TesteeFailure as failure:  # the testee is gone, and the answers in flight with it
@@ -177,20 +173,13 @@ class Exchange:
                 self._settle(request, expected, failure.answer(), trace[:length])
                 continue
             self.streak = 0
-            if raw == self._line(expected):
+            if raw == (dumps(expected) if written is None else written):
                 continue
             try:
                 actual = parse_answer(raw)
             except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
                 actual = failure.answer()
             self._settle(request, expected, actual, trace[:length])
-        self.drain()
-
-    def _line(self, expected: Answer) -> bytes:
-        """The reference's answer as the protocol writes it (a snapshot kept by the oracle is written once)."""
-        if self._written[0] is not expected:
-            self._written = (expected, dumps(expected))
-        return self._written[1]
 
     def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any]) -> None:
         op = op_of(request)

@@ -10,10 +10,12 @@ Hypothesis, then cut down further by replaying the trace without each request in
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import shlex
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -126,6 +128,27 @@ def machine_settings(options: Options) -> settings:
     return settings(max_examples=max(1, options.examples or 1), stateful_step_count=25, deadline=None, database=None,
                     derandomize=True, report_multiple_bugs=False, print_blob=False,
                     phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+
+
+@contextlib.contextmanager
+def collector_for_a_search() -> Iterator[None]:
+    """CPython's cyclic collector set for the machine's search, and put back after it.
+
+    A search keeps many objects for long (the oracle's tree of answers and sessions, Hypothesis's
+    tree of choices) and makes many that die young. With the default thresholds the collector's full
+    walks over all of them were about a tenth of the runner's CPU (measured with `gc.callbacks` over
+    100 examples: 0.46 s of about 4.4 s); with what exists when the search starts (modules, vectors)
+    frozen out of its walks and a young collection every 10,000 net allocations instead of 700, 0.11 s.
+    When the search ends the thresholds are put back and the frozen objects are under the collector again.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(10_000, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def search(exchange: Exchange, options: Options, testee: Answer) -> tuple[int, list[Divergence]]:
@@ -258,7 +281,8 @@ def run(options: Options, *, trace: Trace | None = None,
             if (options.examples == 0 and options.profile is None) or exchange.gave_up:
                 result.partial = True
             else:
-                result.examples, found = search(exchange, options, result.testee)
+                with collector_for_a_search():
+                    result.examples, found = search(exchange, options, result.testee)
                 result.divergences.extend(found)
         result.unchecked = sorted(exchange.unchecked)
         result.requests = connection.requests

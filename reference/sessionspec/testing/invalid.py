@@ -244,7 +244,8 @@ REWRITE_CHANGES: dict[str, Callable[[dict[str, Any]], object]] = {
     "isError": lambda d: d["message"]["content"][0].__setitem__("isError", not d["message"]["content"][0].get("isError", False)),
     "error": lambda d: d.__setitem__("error", {"name": "Forged", "code": "X"}) if "error" not in d else d.pop("error"),
     "meta": lambda d: d.__setitem__("meta", {"forged": True}) if d.get("meta") != {"forged": True} else d.pop("meta"),
-    "turn": lambda d: d.__setitem__("turn", d["turn"] + 1),
+    # spec/02 does not shape a tool result's turn: a logged one may lack it or hold a list.
+    "turn": lambda d: d.__setitem__("turn", d["turn"] + 1 if type(d.get("turn")) is int else 1),
 }
 _CHANGES = sorted(REWRITE_CHANGES)
 
