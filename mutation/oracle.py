@@ -14,7 +14,7 @@ Targets and their stages (`live` with `--lane conform` stops after conform):
 
 - live:    vectors (`conform --examples 0`), conform (the default `conform` run), machine
            (`pytest tests/test_machine.py -k LiveAgainstModel`, ci profile);
-- storage: storage (the chapter-07 tests), check (`tests/test_cli_check.py`: `sessionspec check`).
+- storage: storage (the lossless text reader and the chapter-07 tests), check (`tests/test_cli_check.py`: `sessionspec check`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ STAGES: dict[str, dict[str, list[str]]] = {
         "machine": [*PYTEST, "tests/test_machine.py", "-k", "LiveAgainstModel"],
     },
     "storage": {
-        "storage": [*PYTEST, "tests/test_07_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
-                    "tests/test_07_faults.py", "tests/test_07_crash.py"],
+        "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
+                    "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
+                    "tests/test_07_sqlite_faults.py"],
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }

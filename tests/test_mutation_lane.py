@@ -64,6 +64,23 @@ def test_live_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
 
 
+def test_every_test_file_a_stage_names_exists() -> None:
+    """A renamed test file made the storage stage a pytest usage error (exit 4), so its baseline failed."""
+    for target, named in oracle.STAGES.items():
+        for name, command in named.items():
+            files = [part for part in command if part.startswith("tests/")]
+            missing = [part for part in files if not (oracle.TREE / part).is_file()]
+            assert not missing, f"{target} stage {name} names test files that do not exist: {missing}"
+    assert "LiveAgainstModel" in (oracle.TREE / "tests" / "test_machine.py").read_text(encoding="utf-8")
+
+
+def test_the_storage_stage_runs_every_chapter_07_test() -> None:
+    """A chapter-07 test file added later reaches the storage readers too: the stage must not miss it."""
+    named = set(oracle.STAGES["storage"]["storage"])
+    chapter = {f"tests/{path.name}" for path in (oracle.TREE / "tests").glob("test_07_*.py")}
+    assert chapter - named == set(), f"the storage stage leaves out {sorted(chapter - named)}"
+
+
 def test_a_stage_out_of_time_is_killed_with_its_children() -> None:
     """A mutant that hangs the testee (a child of the stage) must not hang the lane."""
     command = [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
