@@ -19,6 +19,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 JUDGEMENTS = HERE / "equivalent.toml"
 CONFORM_STAGES = ("vectors", "conform")
+MACHINE_STAGES = (*CONFORM_STAGES, "machine")
+"""Kills by these count in "conform + machine"; a later stage (fastforms) only in the whole oracle's score."""
 _KILLED = re.compile(r"^oracle: killed by (\w+) \((timeout)?")
 
 
@@ -112,20 +114,27 @@ def collect(database: Path, tree: str) -> list[dict[str, Any]]:
 
 
 def scores(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """killed / non-equivalent, for conform alone and for the whole oracle; equivalent survivors excluded."""
+    """killed / non-equivalent: by conform alone, by conform + machine, by the whole oracle; equivalent survivors excluded.
+
+    The stages run in order and the first to fail kills, so each figure counts what its stages
+    kill whatever the later ones would have done.
+    """
     done = [r for r in records if r["outcome"] in ("killed", "survived")]
     equivalent = [r for r in done if r["outcome"] == "survived" and r["equivalent"]]
     judged_but_killed = [r["id"] for r in done if r["outcome"] == "killed" and r["equivalent"]]
     counted = len(done) - len(equivalent)
     killed = [r for r in done if r["outcome"] == "killed"]
     by_conform = [r for r in killed if r["killed_by"].split()[0] in CONFORM_STAGES]
+    by_machine = [r for r in killed if r["killed_by"].split()[0] in MACHINE_STAGES]
     return {
         "mutants": len(records), "run": len(done), "pending": sum(r["outcome"] == "pending" for r in records),
         "incompetent": sum(r["outcome"] == "incompetent" for r in records), "equivalent": len(equivalent),
         "non_equivalent": counted, "killed": len(killed), "killed_by_conform": len(by_conform),
+        "killed_by_conform_and_machine": len(by_machine),
         "unjudged_survivors": sum(r["outcome"] == "survived" and not r["equivalent"] for r in done),
         "score": round(len(killed) / counted, 4) if counted else None,
         "score_conform": round(len(by_conform) / counted, 4) if counted else None,
+        "score_machine": round(len(by_machine) / counted, 4) if counted else None,
         "killed_by_stage": dict(Counter(r["killed_by"] for r in killed)),
         "judged_equivalent_but_killed": judged_but_killed,
     }
@@ -155,7 +164,8 @@ def headline(settings: dict[str, Any], summary: dict[str, Any]) -> str:
     if target == "live":
         parts.append(f"conform alone {_percent(summary['score_conform'])}")
         if lane == "both":
-            parts.append(f"conform + machine {_percent(summary['score'])}")
+            parts.append(f"conform + machine {_percent(summary['score_machine'])}")
+            parts.append(f"every stage {_percent(summary['score'])}")
     else:
         parts.append(f"score {_percent(summary['score'])}")
     parts.append(f"{summary['unjudged_survivors']} unjudged survivors")

@@ -59,7 +59,7 @@ def test_annotations_are_left_out_only_under_postponed_evaluation() -> None:
 
 def test_live_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.stages("live", "conform") == ["vectors", "conform"]
-    assert oracle.stages("live", "both") == ["vectors", "conform", "machine"]
+    assert oracle.stages("live", "both") == ["vectors", "conform", "machine", "fastforms"]
     assert oracle.stages("storage", "conform") == ["storage", "check"]
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
 
@@ -135,12 +135,15 @@ def test_a_deletion_that_takes_blank_lines_along_matches_its_lines_alone() -> No
 
 
 def test_the_score_is_killed_over_non_equivalent_and_conform_counts_its_own_kills() -> None:
+    """Three figures, each honest: conform alone, conform + machine, every stage (fastforms adds only to the last)."""
     records = [_record("killed", "vectors"), _record("killed", "conform timeout"), _record("killed", "machine"),
-               _record("survived", equivalent="same result, slower"), _record("survived"), _record("incompetent"),
-               {"outcome": "pending"}]
+               _record("killed", "fastforms"), _record("survived", equivalent="same result, slower"),
+               _record("survived"), _record("incompetent"), {"outcome": "pending"}]
     summary = report.scores(records)
-    assert (summary["non_equivalent"], summary["killed"], summary["killed_by_conform"]) == (4, 3, 2)
-    assert (summary["score"], summary["score_conform"], summary["unjudged_survivors"]) == (0.75, 0.5, 1)
+    assert (summary["non_equivalent"], summary["killed"], summary["killed_by_conform"]) == (5, 4, 2)
+    assert summary["killed_by_conform_and_machine"] == 3
+    assert (summary["score"], summary["score_machine"], summary["score_conform"]) == (0.8, 0.6, 0.4)
+    assert summary["unjudged_survivors"] == 1
     assert (summary["pending"], summary["incompetent"], summary["equivalent"]) == (1, 1, 1)
 
 
