@@ -42,7 +42,8 @@ from cosmic_ray.work_item import MutationSpec, WorkItem
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"live": "reference/sessionspec/live", "storage": "reference/sessionspec/storage"}
-COPIED = ("reference", "spec", "tests", "mutation", "pyproject.toml")
+COPIED = ("reference", "spec", "tests", "proofs", "mutation", "pyproject.toml")
+"""What the oracle reads: the fastforms stage imports proofs/obligations_fastpaths.py (tests/test_fastpaths.py)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.egg-info", ".mypy_cache", ".ruff_cache", ".hypothesis", "results")
 
 
