@@ -147,6 +147,18 @@ def test_the_score_is_killed_over_non_equivalent_and_conform_counts_its_own_kill
     assert (summary["pending"], summary["incompetent"], summary["equivalent"]) == (1, 1, 1)
 
 
+def test_a_stage_after_conform_does_not_lower_conform_alone() -> None:
+    """A declaration judged equivalent for the store and killed by fastforms is no miss of conform or the machine."""
+    records = [{**_record("killed", "vectors"), "id": "0001"},
+               {**_record("killed", "fastforms", "only tests/test_fastpaths.py reads it"), "id": "0002"},
+               {**_record("killed", "fastforms"), "id": "0003"}]
+    summary = report.scores(records)
+    assert (summary["killed_by_conform"], summary["non_equivalent_conform"]) == (1, 2)
+    assert (summary["killed_by_conform_and_machine"], summary["non_equivalent_machine"]) == (1, 2)
+    assert (summary["killed"], summary["non_equivalent"], summary["equivalent"]) == (3, 3, 0)
+    assert summary["judged_equivalent_but_killed"] == ["0002 (fastforms)"]
+
+
 def test_every_judgement_names_its_lines_and_gives_a_reason() -> None:
     with report.JUDGEMENTS.open("rb") as handle:
         entries = tomllib.load(handle)["equivalent"]
