@@ -316,6 +316,7 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.4", "apart", TURN, append("user/message", u2, "append", [1, 3, 1])),
         ("SESSION-SURFACE-PROVENANCE.5", "far-future", TURN, append("user/message", u2, "append", [0, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "all-future", TURN, append("user/message", u2, "append", [100])),
+        ("SESSION-SURFACE-PROVENANCE.5", "ascending-to-the-new-seq", TURN, append("user/message", u2, "append", [0, 7])),
         ("SESSION-SURFACE-PROVENANCE.5", "the-new-seq", fresh, append("assistant/message", assistant_message(), "append", [0])),
     ]
 
