@@ -304,6 +304,8 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROJECTION.4", "null-surface-op", fresh,
          {"op": "append", "type": "user/message", "data": u, "surfaceOp": None}),
         ("SESSION-SURFACE-PROJECTION.4", "surface-op-an-object", fresh, append("user/message", u, {"op": "append"})),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-with-an-extra-key", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1, "end": 1, "note": 0}, [1])),
         ("SESSION-SURFACE-PROVENANCE.1", "null", TURN,
          {"op": "append", "type": "user/message", "data": u2, "surfaceOp": "append", "sourceEventSeqs": None}),
         ("SESSION-SURFACE-PROVENANCE.1", "an-object", TURN, append("user/message", u2, "append", {"0": 1})),
