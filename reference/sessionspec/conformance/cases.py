@@ -327,6 +327,21 @@ def _envelope_misses() -> list[Miss]:
     ]
 
 
+def _surface_misses() -> list[Miss]:
+    """Replaces a fast form could let through: each valid but for the one rule it names.
+
+    The tool/result rewrite's target is a user/message whose data also holds a tool result
+    (extra keys are allowed), so the two have the same kept form (SESSION-SURFACE-TOOL-RESULT.3
+    holds) and only .2, what the target is, refuses it.
+    """
+    both = {**tool_result("c1", "output"), **user_message("u9", "hi")}
+    holds_a_result = (create(), append("turn/start", {"turn": 1}), append("user/message", both, "append"))
+    return [
+        ("SESSION-SURFACE-TOOL-RESULT.2", "a-user-message-holding-a-result", holds_a_result,
+         append("tool/result", both, replace_op(1, 1), [1])),
+    ]
+
+
 def x_append(event_type: str, data: Any) -> Request:
     """`append` through the `x-append` op (x-inprocess): `data` may hold tagged values (`{"$int": "..."}`)."""
     return {"op": "x-append", "request": {"type": event_type, "data": data}}
@@ -353,7 +368,7 @@ def _value_misses() -> list[Miss]:
 
 
 def _misses() -> list[Case]:
-    labelled = [*((miss, "near miss") for miss in (*_message_misses(), *_envelope_misses())),
+    labelled = [*((miss, "near miss") for miss in (*_message_misses(), *_envelope_misses(), *_surface_misses())),
                 *((miss, "through x-append") for miss in _value_misses())]
     return [Case(f"{rule}-reject-{why}", (rule,), (*setup, bad), True, f"{label}: {why.replace('-', ' ')}")
             for (rule, why, setup, bad), label in labelled]
