@@ -306,6 +306,10 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROJECTION.4", "surface-op-an-object", fresh, append("user/message", u, {"op": "append"})),
         ("SESSION-SURFACE-PROJECTION.4", "replace-with-an-extra-key", TURN,
          append("user/message", u2, {"op": "replace", "start": 1, "end": 1, "note": 0}, [1])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-keys-with-op-append", TURN,
+         append("user/message", u2, {"op": "append", "start": 1, "end": 1}, [1])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-keys-with-op-splice", TURN,
+         append("user/message", u2, {"op": "splice", "start": 1, "end": 1}, [1])),
         ("SESSION-SURFACE-PROJECTION.4", "replace-from-a-negative-start", TURN,
          append("user/message", u2, {"op": "replace", "start": -1, "end": 1}, [1])),
         ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-negative-end", TURN,
@@ -323,6 +327,7 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.5", "far-future", TURN, append("user/message", u2, "append", [0, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "all-future", TURN, append("user/message", u2, "append", [100])),
         ("SESSION-SURFACE-PROVENANCE.5", "ascending-to-the-new-seq", TURN, append("user/message", u2, "append", [0, 7])),
+        ("SESSION-SURFACE-PROVENANCE.5", "a-run-to-the-new-seq", TURN, append("user/message", u2, "append", [5, 6, 7])),
         ("SESSION-SURFACE-PROVENANCE.5", "the-new-seq", fresh, append("assistant/message", assistant_message(), "append", [0])),
     ]
 
