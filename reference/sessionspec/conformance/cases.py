@@ -335,13 +335,17 @@ def _envelope_misses() -> list[Miss]:
 def _surface_misses() -> list[Miss]:
     """Replaces a fast form could let through: each valid but for the one rule it names.
 
-    The tool/result rewrite's target is a user/message whose data also holds a tool result
-    (extra keys are allowed), so the two have the same kept form (SESSION-SURFACE-TOOL-RESULT.3
-    holds) and only .2, what the target is, refuses it.
+    A rewrite of the one result that starts its range, with the result's kept form, refused only
+    because the range holds a second node (SESSION-SURFACE-TOOL-RESULT.1). A rewrite whose target
+    is a user/message whose data also holds a tool result (extra keys are allowed), so the two have
+    the same kept form (.3 holds) and only .2, what the target is, refuses it.
     """
     both = {**tool_result("c1", "output"), **user_message("u9", "hi")}
     holds_a_result = (create(), append("turn/start", {"turn": 1}), append("user/message", both, "append"))
+    after_the_result = (*TURN, append("user/message", user_message("u2", "hello"), "append"))  # surface [1, 3, 5, 7]
     return [
+        ("SESSION-SURFACE-TOOL-RESULT.1", "a-result-and-the-next-node", after_the_result,
+         append("tool/result", tool_result("c1", ""), replace_op(5, 7), [5, 7])),
         ("SESSION-SURFACE-TOOL-RESULT.2", "a-user-message-holding-a-result", holds_a_result,
          append("tool/result", both, replace_op(1, 1), [1])),
     ]
