@@ -328,6 +328,7 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.5", "all-future", TURN, append("user/message", u2, "append", [100])),
         ("SESSION-SURFACE-PROVENANCE.5", "ascending-to-the-new-seq", TURN, append("user/message", u2, "append", [0, 7])),
         ("SESSION-SURFACE-PROVENANCE.5", "a-run-to-the-new-seq", TURN, append("user/message", u2, "append", [5, 6, 7])),
+        ("SESSION-SURFACE-PROVENANCE.5", "far-future-first", TURN, append("user/message", u2, "append", [100, 0])),
         ("SESSION-SURFACE-PROVENANCE.5", "the-new-seq", fresh, append("assistant/message", assistant_message(), "append", [0])),
     ]
 
