@@ -323,12 +323,14 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.3", "a-string", TURN, append("user/message", u2, "append", ["1"])),
         ("SESSION-SURFACE-PROVENANCE.3", "negative-after-valid", TURN, append("user/message", u2, "append", [0, -1])),
         ("SESSION-SURFACE-PROVENANCE.3", "negative-run", TURN, append("user/message", u2, "append", [-1, 0])),
+        ("SESSION-SURFACE-PROVENANCE.3", "a-float-first-of-two", TURN, append("user/message", u2, "append", [2.5, 3])),
         ("SESSION-SURFACE-PROVENANCE.4", "apart", TURN, append("user/message", u2, "append", [1, 3, 1])),
         ("SESSION-SURFACE-PROVENANCE.5", "far-future", TURN, append("user/message", u2, "append", [0, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "all-future", TURN, append("user/message", u2, "append", [100])),
         ("SESSION-SURFACE-PROVENANCE.5", "ascending-to-the-new-seq", TURN, append("user/message", u2, "append", [0, 7])),
         ("SESSION-SURFACE-PROVENANCE.5", "a-run-to-the-new-seq", TURN, append("user/message", u2, "append", [5, 6, 7])),
         ("SESSION-SURFACE-PROVENANCE.5", "far-future-first", TURN, append("user/message", u2, "append", [100, 0])),
+        ("SESSION-SURFACE-PROVENANCE.5", "far-future-last-of-three", TURN, append("user/message", u2, "append", [0, 1, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "the-new-seq", fresh, append("assistant/message", assistant_message(), "append", [0])),
     ]
 
