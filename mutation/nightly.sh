@@ -2,7 +2,7 @@
 # The nightly lane on one machine, in one command (the local form of .github/workflows/nightly.yml):
 #   1. the stateful machine under HypoFuzz (nightly profile, its example database),
 #   2. sessionspec conform with the nightly profile against our incremental store,
-#   3. the mutation lane: a sample of live/ (conform, then the machine) and of the storage readers.
+#   3. the mutation lane: a sample of live/ (conform, the machine, the fast forms) and of the storage readers.
 # Usage: mutation/nightly.sh          (about 30 minutes on 2 cores; every phase is time-boxed)
 # Knobs: FUZZ_SECONDS (600), CONFORM_SECONDS (600), LIVE_MUTANTS (40), STORAGE_MUTANTS (10),
 #        LIVE_MINUTES (20), STORAGE_MINUTES (10), SEED (today's date), OUT (mutation/results/nightly-SEED), WORKERS (2).
@@ -44,7 +44,7 @@ phase fuzz "$FUZZ_SECONDS" env HYPOTHESIS_PROFILE=nightly hypothesis fuzz --no-d
 phase conform $(( CONFORM_SECONDS + 300 )) python -m sessionspec conform --profile nightly --seconds "$CONFORM_SECONDS" \
   --json "$OUT/conform.json" --traces "$OUT/traces" -- python -m sessionspec serve --impl live
 phase mutation-live 7200 python mutation/run.py --target live --sample "$LIVE_MUTANTS" --seed "$SEED" --out "$OUT/live" --minutes "$LIVE_MINUTES" \
-  --require-conform 0.95 --require 0.98
+  --require-conform 0.95 --require-machine 0.98
 phase mutation-storage 7200 python mutation/run.py --target storage --sample "$STORAGE_MUTANTS" --seed "$SEED" --out "$OUT/storage" --minutes "$STORAGE_MINUTES" \
   --require 0.95
 

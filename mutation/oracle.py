@@ -13,8 +13,16 @@ line says which stage killed it, for the report:
 Targets and their stages (`live` with `--lane conform` stops after conform):
 
 - live:    vectors (`conform --examples 0`), conform (the default `conform` run), machine
-           (`pytest tests/test_machine.py -k LiveAgainstModel`, ci profile);
-- storage: storage (the chapter-07 tests), check (`tests/test_cli_check.py`: `sessionspec check`).
+           (`pytest tests/test_machine.py -k LiveAgainstModel`, ci profile), fastforms
+           (`tests/test_fastpaths.py`, each fast form held to its reference, and
+           `tests/test_logcheck_checker.py`: `sessionspec check` calls fast forms in ways
+           `serve --impl live` never does, `replace_holds` with a `resolve`, say);
+- storage: storage (the lossless text reader and the chapter-07 tests), check
+           (`tests/test_cli_check.py`: `sessionspec check`).
+
+A target's stages run in the order listed and the first to fail kills, so the report's figures
+for live are cumulative: conform alone, conform + machine, and all four. fastforms runs last, so
+it counts only the mutants neither conform nor the machine kills.
 """
 
 from __future__ import annotations
@@ -38,10 +46,12 @@ STAGES: dict[str, dict[str, list[str]]] = {
         "vectors": [PY, "-m", "sessionspec", "conform", "--examples", "0", "--", *SERVE],
         "conform": [PY, "-m", "sessionspec", "conform", "--", *SERVE],
         "machine": [*PYTEST, "tests/test_machine.py", "-k", "LiveAgainstModel"],
+        "fastforms": [*PYTEST, "tests/test_fastpaths.py", "tests/test_logcheck_checker.py"],
     },
     "storage": {
-        "storage": [*PYTEST, "tests/test_07_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
-                    "tests/test_07_faults.py", "tests/test_07_crash.py"],
+        "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
+                    "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
+                    "tests/test_07_sqlite_faults.py"],
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }
@@ -97,7 +107,7 @@ def parse_timeouts(text: str) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", choices=sorted(STAGES))
-    parser.add_argument("--lane", choices=("conform", "both"), default="both")
+    parser.add_argument("--lane", choices=("conform", "both"), default="both", help="live: conform alone, or every stage")
     parser.add_argument("--timeouts", default="", help="STAGE=SECONDS,... (default: none)")
     parser.add_argument("--traces", type=Path, help="where conform and the machine write divergence traces")
     args = parser.parse_args(argv)

@@ -19,6 +19,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 JUDGEMENTS = HERE / "equivalent.toml"
 CONFORM_STAGES = ("vectors", "conform")
+MACHINE_STAGES = (*CONFORM_STAGES, "machine")
+"""Kills by these count in "conform + machine"; a later stage (fastforms) only in the whole oracle's score."""
 _KILLED = re.compile(r"^oracle: killed by (\w+) \((timeout)?")
 
 
@@ -111,21 +113,44 @@ def collect(database: Path, tree: str) -> list[dict[str, Any]]:
         return [record_of(item, results.get(item.job_id), tree, judgements) for item in sorted(db.work_items, key=lambda item: item.job_id)]
 
 
+def _stage(record: dict[str, Any]) -> str:
+    return str(record["killed_by"]).split()[0]
+
+
+def figure(done: list[dict[str, Any]], stages: tuple[str, ...] | None) -> tuple[int, int]:
+    """(killed by `stages`, non-equivalent) for the oracle cut after `stages` (None: every stage).
+
+    A mutant judged equivalent that only a later stage kills is equivalent for this figure: it is
+    one the store answers the same (an `@implies` declaration, which the fastforms stage reads),
+    and counting it as conform's miss would let a stage added after conform lower conform's figure.
+    """
+    killed = [r for r in done if r["outcome"] == "killed" and (stages is None or _stage(r) in stages)]
+    equivalent = [r for r in done if r["equivalent"] and not any(r is k for k in killed)]
+    return len(killed), len(done) - len(equivalent)
+
+
 def scores(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """killed / non-equivalent, for conform alone and for the whole oracle; equivalent survivors excluded."""
+    """killed / non-equivalent: by conform alone, by conform + machine, by the whole oracle; equivalent survivors excluded.
+
+    The stages run in order and the first to fail kills, so each figure counts what its stages
+    kill whatever the later ones would have done.
+    """
     done = [r for r in records if r["outcome"] in ("killed", "survived")]
-    equivalent = [r for r in done if r["outcome"] == "survived" and r["equivalent"]]
-    judged_but_killed = [r["id"] for r in done if r["outcome"] == "killed" and r["equivalent"]]
-    counted = len(done) - len(equivalent)
     killed = [r for r in done if r["outcome"] == "killed"]
-    by_conform = [r for r in killed if r["killed_by"].split()[0] in CONFORM_STAGES]
+    judged_but_killed = [f"{r['id']} ({r['killed_by']})" for r in killed if r["equivalent"]]
+    by_conform, counted_conform = figure(done, CONFORM_STAGES)
+    by_machine, counted_machine = figure(done, MACHINE_STAGES)
+    _, counted = figure(done, None)
     return {
         "mutants": len(records), "run": len(done), "pending": sum(r["outcome"] == "pending" for r in records),
-        "incompetent": sum(r["outcome"] == "incompetent" for r in records), "equivalent": len(equivalent),
-        "non_equivalent": counted, "killed": len(killed), "killed_by_conform": len(by_conform),
+        "incompetent": sum(r["outcome"] == "incompetent" for r in records), "equivalent": len(done) - counted,
+        "non_equivalent": counted, "killed": len(killed),
+        "killed_by_conform": by_conform, "non_equivalent_conform": counted_conform,
+        "killed_by_conform_and_machine": by_machine, "non_equivalent_machine": counted_machine,
         "unjudged_survivors": sum(r["outcome"] == "survived" and not r["equivalent"] for r in done),
         "score": round(len(killed) / counted, 4) if counted else None,
-        "score_conform": round(len(by_conform) / counted, 4) if counted else None,
+        "score_conform": round(by_conform / counted_conform, 4) if counted_conform else None,
+        "score_machine": round(by_machine / counted_machine, 4) if counted_machine else None,
         "killed_by_stage": dict(Counter(r["killed_by"] for r in killed)),
         "judged_equivalent_but_killed": judged_but_killed,
     }
@@ -153,9 +178,12 @@ def headline(settings: dict[str, Any], summary: dict[str, Any]) -> str:
              + (f", {summary['pending']} pending" if summary["pending"] else ""),
              f"{summary['equivalent']} equivalent", f"{summary['killed']} killed of {summary['non_equivalent']} non-equivalent"]
     if target == "live":
-        parts.append(f"conform alone {_percent(summary['score_conform'])}")
+        parts.append(f"conform alone {summary['killed_by_conform']}/{summary['non_equivalent_conform']} "
+                     f"{_percent(summary['score_conform'])}")
         if lane == "both":
-            parts.append(f"conform + machine {_percent(summary['score'])}")
+            parts.append(f"conform + machine {summary['killed_by_conform_and_machine']}/"
+                         f"{summary['non_equivalent_machine']} {_percent(summary['score_machine'])}")
+            parts.append(f"every stage {summary['killed']}/{summary['non_equivalent']} {_percent(summary['score'])}")
     else:
         parts.append(f"score {_percent(summary['score'])}")
     parts.append(f"{summary['unjudged_survivors']} unjudged survivors")
@@ -167,7 +195,8 @@ def markdown(settings: dict[str, Any], summary: dict[str, Any], records: list[di
              f"Started {settings['started']}; stage timeouts {settings['timeouts']}; left out before the run: "
              f"{settings['left_out']}.", "", f"Killed by stage: {summary['killed_by_stage']}", ""]
     if summary["judged_equivalent_but_killed"]:
-        lines += [f"**Judged equivalent but killed** (a wrong judgement, or a flaky oracle): "
+        lines += [f"**Judged equivalent but killed** (a wrong judgement, a flaky oracle, or by fastforms a "
+                  f"declaration only the fast forms' tests read): "
                   f"{summary['judged_equivalent_but_killed']}", ""]
     for title, chosen in (("Unjudged survivors (gaps in the oracle)", [r for r in records if r["outcome"] == "survived"
                                                                       and not r["equivalent"]]),

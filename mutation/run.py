@@ -1,6 +1,6 @@
 """The mutation lane, one command: mutate the store (or the storage readers), run the oracle on each mutant, report.
 
-    python mutation/run.py --sample 150 --seed 1                 # 150 mutants of live/, conform then the machine
+    python mutation/run.py --sample 150 --seed 1                 # 150 mutants of live/, conform, machine, fast forms
     python mutation/run.py --lane conform --sample 150 --seed 1  # conform alone
     python mutation/run.py --target storage --sample 60 --seed 1 # the storage readers, storage tests + check
     python mutation/run.py --full                                # every mutant of live/
@@ -42,7 +42,8 @@ from cosmic_ray.work_item import MutationSpec, WorkItem
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"live": "reference/sessionspec/live", "storage": "reference/sessionspec/storage"}
-COPIED = ("reference", "spec", "tests", "mutation", "pyproject.toml")
+COPIED = ("reference", "spec", "tests", "proofs", "mutation", "pyproject.toml")
+"""What the oracle reads: the fastforms stage imports proofs/obligations_fastpaths.py (tests/test_fastpaths.py)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.egg-info", ".mypy_cache", ".ruff_cache", ".hypothesis", "results")
 
 
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=sorted(TARGETS), default="live")
     parser.add_argument("--lane", choices=("conform", "both"), default="both",
-                        help="live: conform alone, or conform and then the in-process machine (default)")
+                        help="live: conform alone, or conform and then the in-process stages: the machine, then the "
+                             "fast forms' own tests (default)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--sample", type=int, default=150, help="mutants drawn at random (default 150)")
     size.add_argument("--full", action="store_true", help="every mutant")
@@ -192,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 if the score (killed / non-equivalent; unjudged survivors count) is below this")
     parser.add_argument("--require-conform", type=float, metavar="FRACTION",
                         help="live: exit 1 if conform alone kills less than this fraction")
+    parser.add_argument("--require-machine", type=float, metavar="FRACTION",
+                        help="live: exit 1 if conform + machine kill less than this fraction")
     args = parser.parse_args(argv)
     out = (args.out or REPO / "mutation" / "results" / f"{args.target}-{args.lane}-{args.seed}").resolve()
     database = out / "session.sqlite"
@@ -212,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
 def gate(summary: dict[str, Any], args: argparse.Namespace) -> int:
     """The nightly's verdict: 0 when each required score is met (a survivor nobody judged counts as a miss)."""
     failed = [f"{name} {value} < {wanted}" for name, value, wanted in
-              (("score", summary["score"], args.require), ("conform alone", summary["score_conform"], args.require_conform))
+              (("score", summary["score"], args.require), ("conform alone", summary["score_conform"], args.require_conform),
+               ("conform + machine", summary["score_machine"], args.require_machine))
               if wanted is not None and (value is None or value < wanted)]
     for reason in failed:
         print(f"mutation lane: below the required score: {reason}", file=sys.stderr)

@@ -59,9 +59,26 @@ def test_annotations_are_left_out_only_under_postponed_evaluation() -> None:
 
 def test_live_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.stages("live", "conform") == ["vectors", "conform"]
-    assert oracle.stages("live", "both") == ["vectors", "conform", "machine"]
+    assert oracle.stages("live", "both") == ["vectors", "conform", "machine", "fastforms"]
     assert oracle.stages("storage", "conform") == ["storage", "check"]
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
+
+
+def test_every_test_file_a_stage_names_exists() -> None:
+    """A renamed test file made the storage stage a pytest usage error (exit 4), so its baseline failed."""
+    for target, named in oracle.STAGES.items():
+        for name, command in named.items():
+            files = [part for part in command if part.startswith("tests/")]
+            missing = [part for part in files if not (oracle.TREE / part).is_file()]
+            assert not missing, f"{target} stage {name} names test files that do not exist: {missing}"
+    assert "LiveAgainstModel" in (oracle.TREE / "tests" / "test_machine.py").read_text(encoding="utf-8")
+
+
+def test_the_storage_stage_runs_every_chapter_07_test() -> None:
+    """A chapter-07 test file added later reaches the storage readers too: the stage must not miss it."""
+    named = set(oracle.STAGES["storage"]["storage"])
+    chapter = {f"tests/{path.name}" for path in (oracle.TREE / "tests").glob("test_07_*.py")}
+    assert chapter - named == set(), f"the storage stage leaves out {sorted(chapter - named)}"
 
 
 def test_a_stage_out_of_time_is_killed_with_its_children() -> None:
@@ -118,13 +135,28 @@ def test_a_deletion_that_takes_blank_lines_along_matches_its_lines_alone() -> No
 
 
 def test_the_score_is_killed_over_non_equivalent_and_conform_counts_its_own_kills() -> None:
+    """Three figures, each honest: conform alone, conform + machine, every stage (fastforms adds only to the last)."""
     records = [_record("killed", "vectors"), _record("killed", "conform timeout"), _record("killed", "machine"),
-               _record("survived", equivalent="same result, slower"), _record("survived"), _record("incompetent"),
-               {"outcome": "pending"}]
+               _record("killed", "fastforms"), _record("survived", equivalent="same result, slower"),
+               _record("survived"), _record("incompetent"), {"outcome": "pending"}]
     summary = report.scores(records)
-    assert (summary["non_equivalent"], summary["killed"], summary["killed_by_conform"]) == (4, 3, 2)
-    assert (summary["score"], summary["score_conform"], summary["unjudged_survivors"]) == (0.75, 0.5, 1)
+    assert (summary["non_equivalent"], summary["killed"], summary["killed_by_conform"]) == (5, 4, 2)
+    assert summary["killed_by_conform_and_machine"] == 3
+    assert (summary["score"], summary["score_machine"], summary["score_conform"]) == (0.8, 0.6, 0.4)
+    assert summary["unjudged_survivors"] == 1
     assert (summary["pending"], summary["incompetent"], summary["equivalent"]) == (1, 1, 1)
+
+
+def test_a_stage_after_conform_does_not_lower_conform_alone() -> None:
+    """A declaration judged equivalent for the store and killed by fastforms is no miss of conform or the machine."""
+    records = [{**_record("killed", "vectors"), "id": "0001"},
+               {**_record("killed", "fastforms", "only tests/test_fastpaths.py reads it"), "id": "0002"},
+               {**_record("killed", "fastforms"), "id": "0003"}]
+    summary = report.scores(records)
+    assert (summary["killed_by_conform"], summary["non_equivalent_conform"]) == (1, 2)
+    assert (summary["killed_by_conform_and_machine"], summary["non_equivalent_machine"]) == (1, 2)
+    assert (summary["killed"], summary["non_equivalent"], summary["equivalent"]) == (3, 3, 0)
+    assert summary["judged_equivalent_but_killed"] == ["0002 (fastforms)"]
 
 
 def test_every_judgement_names_its_lines_and_gives_a_reason() -> None:

@@ -313,6 +313,16 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROJECTION.4", "null-surface-op", fresh,
          {"op": "append", "type": "user/message", "data": u, "surfaceOp": None}),
         ("SESSION-SURFACE-PROJECTION.4", "surface-op-an-object", fresh, append("user/message", u, {"op": "append"})),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-with-an-extra-key", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1, "end": 1, "note": 0}, [1])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-keys-with-op-append", TURN,
+         append("user/message", u2, {"op": "append", "start": 1, "end": 1}, [1])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-keys-with-op-splice", TURN,
+         append("user/message", u2, {"op": "splice", "start": 1, "end": 1}, [1])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-from-a-negative-start", TURN,
+         append("user/message", u2, {"op": "replace", "start": -1, "end": 1}, [1])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-negative-end", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1, "end": -1}, [1])),
         ("SESSION-SURFACE-PROVENANCE.1", "null", TURN,
          {"op": "append", "type": "user/message", "data": u2, "surfaceOp": "append", "sourceEventSeqs": None}),
         ("SESSION-SURFACE-PROVENANCE.1", "an-object", TURN, append("user/message", u2, "append", {"0": 1})),
@@ -322,10 +332,34 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.3", "a-string", TURN, append("user/message", u2, "append", ["1"])),
         ("SESSION-SURFACE-PROVENANCE.3", "negative-after-valid", TURN, append("user/message", u2, "append", [0, -1])),
         ("SESSION-SURFACE-PROVENANCE.3", "negative-run", TURN, append("user/message", u2, "append", [-1, 0])),
+        ("SESSION-SURFACE-PROVENANCE.3", "a-float-first-of-two", TURN, append("user/message", u2, "append", [2.5, 3])),
         ("SESSION-SURFACE-PROVENANCE.4", "apart", TURN, append("user/message", u2, "append", [1, 3, 1])),
         ("SESSION-SURFACE-PROVENANCE.5", "far-future", TURN, append("user/message", u2, "append", [0, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "all-future", TURN, append("user/message", u2, "append", [100])),
+        ("SESSION-SURFACE-PROVENANCE.5", "ascending-to-the-new-seq", TURN, append("user/message", u2, "append", [0, 7])),
+        ("SESSION-SURFACE-PROVENANCE.5", "a-run-to-the-new-seq", TURN, append("user/message", u2, "append", [5, 6, 7])),
+        ("SESSION-SURFACE-PROVENANCE.5", "far-future-first", TURN, append("user/message", u2, "append", [100, 0])),
+        ("SESSION-SURFACE-PROVENANCE.5", "far-future-last-of-three", TURN, append("user/message", u2, "append", [0, 1, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "the-new-seq", fresh, append("assistant/message", assistant_message(), "append", [0])),
+    ]
+
+
+def _surface_misses() -> list[Miss]:
+    """Replaces a fast form could let through: each valid but for the one rule it names.
+
+    A rewrite of the one result that starts its range, with the result's kept form, refused only
+    because the range holds a second node (SESSION-SURFACE-TOOL-RESULT.1). A rewrite whose target
+    is a user/message whose data also holds a tool result (extra keys are allowed), so the two have
+    the same kept form (.3 holds) and only .2, what the target is, refuses it.
+    """
+    both = {**tool_result("c1", "output"), **user_message("u9", "hi")}
+    holds_a_result = (create(), append("turn/start", {"turn": 1}), append("user/message", both, "append"))
+    after_the_result = (*TURN, append("user/message", user_message("u2", "hello"), "append"))  # surface [1, 3, 5, 7]
+    return [
+        ("SESSION-SURFACE-TOOL-RESULT.1", "a-result-and-the-next-node", after_the_result,
+         append("tool/result", tool_result("c1", ""), replace_op(5, 7), [5, 7])),
+        ("SESSION-SURFACE-TOOL-RESULT.2", "a-user-message-holding-a-result", holds_a_result,
+         append("tool/result", both, replace_op(1, 1), [1])),
     ]
 
 
@@ -355,7 +389,7 @@ def _value_misses() -> list[Miss]:
 
 
 def _misses() -> list[Case]:
-    labelled = [*((miss, "near miss") for miss in (*_message_misses(), *_envelope_misses())),
+    labelled = [*((miss, "near miss") for miss in (*_message_misses(), *_envelope_misses(), *_surface_misses())),
                 *((miss, "through x-append") for miss in _value_misses())]
     return [Case(f"{rule}-reject-{why}", (rule,), (*setup, bad), True, f"{label}: {why.replace('-', ' ')}")
             for (rule, why, setup, bad), label in labelled]
