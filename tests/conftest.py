@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import tempfile
 
 import pytest
 import wire
@@ -55,6 +56,17 @@ def create(implementation: str) -> impls.SessionFactory:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def traces_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Traces a test's failing machine or divergence writes go to pytest's temporary directory, not the user's."""
-    os.environ.setdefault("SESSIONSPEC_TRACE_DIR", str(tmp_path_factory.mktemp("traces")))
+def traces_in_a_temporary_directory(request: pytest.FixtureRequest) -> None:
+    """Traces a test's failing machine or divergence writes go to pytest's temporary directory, not the user's.
+
+    A directory named in SESSIONSPEC_TRACE_DIR is kept (the nightly lane names its own). HypoFuzz runs the tests
+    without pytest's tmpdir plugin, where asking for `tmp_path_factory` fails every test's setup (the fuzzer then
+    reports "a failing input for every test" and fuzzes nothing), so there a fresh temporary directory serves.
+    """
+    if "SESSIONSPEC_TRACE_DIR" in os.environ:
+        return
+    try:
+        directory = str(request.getfixturevalue("tmp_path_factory").mktemp("traces"))
+    except (AttributeError, pytest.FixtureLookupError):
+        directory = tempfile.mkdtemp(prefix="sessionspec-traces-")
+    os.environ["SESSIONSPEC_TRACE_DIR"] = directory
