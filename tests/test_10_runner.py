@@ -276,3 +276,13 @@ def test_planted_bugs_only_a_process_can_hand_over_are_caught_over_the_wire_unde
 @pytest.mark.parametrize("variant", ["tool-result-rewrite-compares-only-id", "double-marker", "ignorable-dropped"])
 def test_planted_bugs_are_caught_by_the_vectors(variant: str) -> None:
     assert main(["conform", "--examples", "0", "--", *SERVE, f"planted:{variant}"]) == 1
+
+
+def test_a_search_ended_by_its_seconds_prints_only_conforms_own_report(tmp_path: Path,
+                                                                       capfd: pytest.CaptureFixture[str]) -> None:
+    """Past --seconds, examples are rejected at their start until Hypothesis gives up; what it would print then
+    (the steps of a test the user never wrote, an `@seed` to add to it) is not a finding and must not read as one."""
+    assert main(["conform", "--vectors", str(tmp_path), "--examples", "100000", "--seconds", "2", "--", *SERVE, "live"]) == 0
+    out, err = capfd.readouterr()
+    assert "@seed(" not in out + err and "Steps leading up" not in out + err
+    assert "0 divergence families" in out + err

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
@@ -121,12 +121,14 @@ def run_vector(exchange: Exchange, vector: dict[str, Any]) -> Divergence | None:
 
 
 def machine_settings(options: Options) -> settings:
+    """The search's settings. Quiet: conform reports each divergence itself (its trace and one-line replay);
+    Hypothesis's own report names steps of a test the user never wrote, and an `@seed` to add to it."""
     if options.profile is not None:
         profiles.register()
         return settings(settings.get_profile(options.profile), database=None, deadline=None, report_multiple_bugs=False,
-                        suppress_health_check=list(HealthCheck))
+                        print_blob=False, verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
     return settings(max_examples=max(1, options.examples or 1), stateful_step_count=25, deadline=None, database=None,
-                    derandomize=True, report_multiple_bugs=False, print_blob=False,
+                    derandomize=True, report_multiple_bugs=False, print_blob=False, verbosity=Verbosity.quiet,
                     phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
 
 
