@@ -161,6 +161,9 @@ def _pairs() -> list[Pair]:
         ("SESSION-MESSAGE-SHAPE.8", fresh,
          append("tool/result", with_change(r, (*m, "content", 0, "toolCallId"), "c2"), "append"),
          append("tool/result", r, "append")),
+        ("SESSION-MESSAGE-SHAPE.8", fresh,  # an id that sorts before the call's: equal, not ordered
+         append("tool/result", with_change(r, (*m, "content", 0, "toolCallId"), "c0"), "append"),
+         append("tool/result", r, "append")),
         ("SESSION-REQUEST-HEADER.1", fresh, append("request/header", request_header({"provider": "deepseek"})),
          append("request/header", request_header(CONFIG))),
         ("SESSION-REQUEST-HEADER.2", fresh, append("request/header", request_header({**CONFIG, "reasoningEffort": ""})),
