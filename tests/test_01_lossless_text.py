@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nearmisses import typed
 from sessionspec.errors import SpecViolation
+from sessionspec.storage import losslessparse
 from sessionspec.storage.losslessparse import dumps, parse
 
 
@@ -81,3 +84,34 @@ def test_write_then_read_is_the_identity(value: object) -> None:
     text = dumps(value)
     assert parse(text.encode("utf-8")) == value
     assert json.loads(text) == value
+
+
+EDITS = list('[]{},:"~a0 -.eE\\}]')
+"""Characters a one-character edit of JSON text puts in: the grammar's own, and near misses of its closers."""
+
+
+def _read(read: Any, text: str) -> Any:
+    try:
+        return typed(read(text))
+    except SpecViolation as violation:
+        return ("rejected", violation.rule)
+
+
+@given(json_values, st.integers(0, 10**6), st.sampled_from(EDITS), st.sampled_from(["replace", "insert", "delete"]))
+@settings(max_examples=400)
+def test_the_deep_path_reads_every_text_as_the_shallow_path_does(value: Any, where: int, char: str, how: str) -> None:
+    """SESSION-LOSSLESS-TEXT.2-.6 on the deep path: the explicit-stack parser `parse` falls back to past Python's
+    recursion limit accepts and refuses exactly what the `json`-based path does (the same value, or the same rule),
+    on JSON text and on every one-character edit of it, where a looser closer or comma check would show."""
+    text = dumps(value)
+    at = where % (len(text) + 1)
+    text = {"replace": text[:at] + char + text[at + 1:], "insert": text[:at] + char + text[at:],
+            "delete": text[:at] + text[at + 1:]}[how]
+    assert _read(losslessparse._parse_stack, text) == _read(parse, text)
+
+
+@pytest.mark.parametrize("text", ["[1}", "[1~", "[1a", '{"a":1]', '{"a":1~', "[[1]}", '[{"a":[]]]', "[1 ,]", "[1]]", '{"a":1}}'])
+def test_the_deep_path_refuses_a_wrong_closer_as_the_shallow_path_does(text: str) -> None:
+    """SESSION-LOSSLESS-TEXT.2: after a value only ',' or the container's own closer may follow, on both paths (a
+    closer test that compares by order, not equality, would take '}' or '~' for ']')."""
+    assert _read(losslessparse._parse_stack, text) == _read(parse, text) == ("rejected", "SESSION-LOSSLESS-TEXT.2")

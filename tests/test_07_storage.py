@@ -461,6 +461,20 @@ def plugin_events(first: int, count: int, size: int = 1500) -> list[dict[str, An
             for k in range(count)]
 
 
+def test_a_zstd_frame_with_a_dictionary_id_is_read_past_its_header_and_refused_by_its_decode(tmp_path: Path) -> None:
+    """SESSION-ZSTD-FRAMES.1 refuses only the reserved bit (0x08); the dictionary-id flag (bits 0-1) is a legal header
+    field whose size the reader skips. Such a frame reaches the decoder, which has no dictionary: SESSION-ZSTD-FRAMES.3."""
+    samples = [json.dumps({"type": "turn/start", "seq": i, "time": 0, "data": {"turn": i}}).encode() * 3 for i in range(200)]
+    dictionary = zstandard.train_dictionary(4096, samples)
+    header = json.dumps({"type": "session", "version": 0, "id": "fx", "createdAt": 0, "delegationDepth": 0})
+    frame = zstandard.ZstdCompressor(dict_data=dictionary, write_checksum=True).compress(f"{header}\n".encode())
+    assert frame[4] & 0x03 and not frame[4] & 0x08  # a dictionary id is present; the reserved bit is clear
+    path = tmp_path / "dictionary.jsonl.zstd"
+    path.write_bytes(frame)
+    error = violation(lambda: storage.load(path))
+    assert error.rule == "SESSION-ZSTD-FRAMES.3" and "fails to decode" in error.message
+
+
 def test_a_zstd_log_streams_in_memory_bounded_by_the_frame_buffer_not_the_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SESSION-ZSTD-FRAMES.1: one 3 MB seed frame (twelve times the buffer) and 40 batch frames, read by the
