@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from sessionspec.conformance.cases import Case, cases
+from sessionspec.conformance.cases import Case, pair_cases, scenarios
 from sessionspec.conformance.executor import Executor
+from sessionspec.conformance.misses import misses
 from sessionspec.conformance.protocol import dumps
 from sessionspec.conformance.registry import all_rules
 from sessionspec.conformance.resources import shipped
@@ -62,6 +63,11 @@ EXCLUDED_RULES: Final = {
     "SESSION-LEGACY-UPGRADE.5": "raised only when loading legacy stored files (.6, its writer's side, is reachable)",
 }
 """Single rules out of the protocol's reach, and why (SESSION-LOSSLESS-JSON.1-.5 have rejecting vectors through x-append)."""
+
+
+def cases() -> list[Case]:
+    """Every case, in a fixed order (the pairs, the near misses, the scenarios); ids are unique."""
+    return [*pair_cases(), *misses(), *scenarios()]
 
 
 def family(rule_id: str) -> str:
