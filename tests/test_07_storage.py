@@ -302,8 +302,8 @@ LEGACY_SHAPES = [
 
 
 @pytest.mark.parametrize(("event_type", "data"), LEGACY_SHAPES)
-def test_append_and_seed_refuse_what_a_load_would_upgrade_or_refuse(create: SessionFactory, tmp_path: Path,
-                                                                     event_type: str, data: dict[str, Any]) -> None:
+def test_append_and_seed_refuse_what_a_load_would_upgrade_or_refuse(create: SessionFactory, event_type: str,
+                                                                     data: dict[str, Any]) -> None:
     """SESSION-LEGACY-UPGRADE.6: written as it stands, the event would load as another event, or not at all."""
     session = create("s", clock=lambda: 5)
     session.append("turn/start", {"turn": 1})
