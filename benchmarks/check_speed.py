@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sessionspec.logcheck import blocks
+from sessionspec.live import fasttext
 from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck import workers as surveyor
 from sessionspec.logcheck.checkfile import check_path
+from sessionspec.storage import jsonlread
 from sessionspec.storage.jsonl import JsonlWriter
 
 WORKLOAD = Path("/work/shared/bench/workload.py")
@@ -98,16 +99,16 @@ def orjson_loads(path: Path) -> None:
 
 
 def block_parse(path: Path) -> None:
-    """The checker's floor: read the log in blocks and prove each block canonical (`blocks.parse_block`), no checks."""
+    """The checker's floor: read the log in blocks and prove each block canonical (`fasttext.parse_block`), no checks."""
     with open(path, "rb") as stream:
         stream.readline()
         carry = b""
-        while block := stream.read(blocks.BLOCK):
+        while block := stream.read(jsonlread.BLOCK):
             data = carry + block
             cut = data.rfind(b"\n") + 1
             part, carry = data[: cut - 1], data[cut:]
             if part:
-                blocks.parse_block(part)
+                fasttext.parse_block(part)
 
 
 def best(rates: list[Rate]) -> Rate:
@@ -149,7 +150,7 @@ def main() -> None:
         report = check_path(str(path))
         raw = best(rates["orjson.loads"])
         print(f"log: {path.name}, {lines} lines, {report.events} events, {path.stat().st_size / 1e6:.1f} MB, "
-              f"{len(report.findings)} findings; {blocks.BLOCK >> 10} KiB blocks; best of {args.repeat}")
+              f"{len(report.findings)} findings; {jsonlread.BLOCK >> 10} KiB blocks; best of {args.repeat}")
         print(f"{'':<20} {'lines/s (wall)':>15} {'ratio':>6} {'lines/s (CPU)':>15} {'ratio':>6}   round ratios (wall): "
               "min median max")
         for name in runs:

@@ -36,10 +36,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sessionspec.conformance.client import Connection
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.testee import answer_line, lines
 from sessionspec.model import Session
+from sessionspec.wire.client import Connection
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.serve import answer_line, lines
 
 ECHO = "import sys\nw = sys.stdout.buffer\nfor line in sys.stdin.buffer:\n    w.write(b'{\"ok\":true}\\n'); w.flush()\n"
 CASES = ("pipe", "instant", "live", "model")

@@ -38,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "implementation" in metafunc.fixturenames:
         names = metafunc.config.getoption("impl") or IMPLEMENTATIONS
-        unknown = [name for name in names if name.removeprefix(wire.PREFIX) not in impls.FACTORIES]
+        unknown = [name for name in names if not impls.known(name.removeprefix(wire.PREFIX))]
         if unknown:
             raise pytest.UsageError(f"--impl: unknown {', '.join(unknown)}; known: {', '.join(impls.names())}")
         if "implementation" in inspect.signature(metafunc.function).parameters:

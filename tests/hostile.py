@@ -31,8 +31,8 @@ import zstandard
 from sessionspec import storage
 from sessionspec.cli import main
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsontext import dumps
 from sessionspec.storage.chunkrows import pack
-from sessionspec.storage.losslessparse import dumps
 
 FORMATS = ("jsonl", "jsonl.zstd", "sqlite")
 HEADER = {"type": "session", "version": 0, "id": "h", "createdAt": 1, "delegationDepth": 0}
@@ -378,7 +378,7 @@ class Verdict:
 
 def oracle(path: Path) -> Verdict:
     try:
-        result = storage.load(path, impl="live")
+        result = storage.load(path)
     except storage.Unreadable:
         return Verdict("unreadable")
     except SpecViolation as violation:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nearmisses import typed
+from sessionspec import jsontext
 from sessionspec.errors import SpecViolation
-from sessionspec.storage import losslessparse
-from sessionspec.storage.losslessparse import dumps, parse
+from sessionspec.jsontext import dumps, parse
 
 
 @pytest.mark.parametrize(("text", "rule"), [
@@ -107,11 +107,11 @@ def test_the_deep_path_reads_every_text_as_the_shallow_path_does(value: Any, whe
     at = where % (len(text) + 1)
     text = {"replace": text[:at] + char + text[at + 1:], "insert": text[:at] + char + text[at:],
             "delete": text[:at] + text[at + 1:]}[how]
-    assert _read(losslessparse._parse_stack, text) == _read(parse, text)
+    assert _read(jsontext._parse_stack, text) == _read(parse, text)
 
 
 @pytest.mark.parametrize("text", ["[1}", "[1~", "[1a", '{"a":1]', '{"a":1~', "[[1]}", '[{"a":[]]]', "[1 ,]", "[1]]", '{"a":1}}'])
 def test_the_deep_path_refuses_a_wrong_closer_as_the_shallow_path_does(text: str) -> None:
     """SESSION-LOSSLESS-TEXT.2: after a value only ',' or the container's own closer may follow, on both paths (a
     closer test that compares by order, not equality, would take '}' or '~' for ']')."""
-    assert _read(losslessparse._parse_stack, text) == _read(parse, text) == ("rejected", "SESSION-LOSSLESS-TEXT.2")
+    assert _read(jsontext._parse_stack, text) == _read(parse, text) == ("rejected", "SESSION-LOSSLESS-TEXT.2")

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import zstandard
 from hostile import HEADER, agent_log, clean_log, frame, lines_of, oracle, oracle_peak, run_cli, write_jsonl, write_zstd
-from sessionspec import storage
+from sessionspec import jsontext, storage
 from sessionspec.errors import SpecViolation
-from sessionspec.storage import chunkrows, durable, losslessparse, zstdlog
-from sessionspec.storage.losslessparse import dumps, parse
+from sessionspec.jsontext import dumps, parse
+from sessionspec.storage import chunkrows, durable, zstdlog
 
 TOOLS = (("check",), ("show",), ("repair",), ("repair", "--write"))
 
@@ -50,7 +50,7 @@ def test_a_writer_splits_a_batch_into_frames_within_the_bounds(tmp_path: Path, m
         frames = list(zstdlog.frames(stream, path.stat().st_size, str(path)))
     records = len(chunkrows.pack(events))
     assert len(frames) == 1 + -(-records // 5)
-    assert [e.to_json() for e in storage.load(path, impl="live").events] == events
+    assert [e.to_json() for e in storage.load(path).events] == events
 
 
 def test_a_tail_of_junk_after_a_defect_is_passed_over_unparsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,14 +58,14 @@ def test_a_tail_of_junk_after_a_defect_is_passed_over_unparsed(tmp_path: Path, m
     batches = agent_log(2, open_tail=True)
     path = write_jsonl(tmp_path / "junk.jsonl", [lines_of(batch) for batch in batches] + [[b"{"] + [b"x"] * 200_000])
     parsed: list[int] = []
-    original = losslessparse.parse
+    original = jsontext.parse
 
     def counting(raw: bytes | str) -> object:
         parsed.append(1)
         return original(raw)
 
-    monkeypatch.setattr("sessionspec.storage.gate.parse", counting)
-    result = storage.load(path, impl="live")
+    monkeypatch.setattr("sessionspec.storage.gate.read_line", counting)
+    result = storage.load(path)
     assert result.torn is not None and result.torn.line == 2 + sum(len(lines_of(b)) for b in batches)
     assert len(parsed) < 100
     ran = run_cli("check", str(path))
@@ -170,7 +170,7 @@ def test_integer_text_is_judged_by_its_length_before_conversion(monkeypatch: pyt
         seen.append(len(text))
         return int(text)
 
-    monkeypatch.setattr(losslessparse, "int", spy, raising=False)
+    monkeypatch.setattr(jsontext, "int", spy, raising=False)
     for text in ("9" * 1_000_000, "-" + "1" * 17, "[" + "5" * 5000 + "]"):
         with pytest.raises(SpecViolation) as refused:
             parse(text)

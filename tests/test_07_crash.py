@@ -140,13 +140,13 @@ def one_trial(directory: Path, fmt: str, rng: random.Random) -> str:
         # A power loss may leave any prefix of what was written after the last fsync.
         os.truncate(path, rng.randint(durable_size, path.stat().st_size - 1))
         left = "cut"
-    result = storage.load(path, impl="live")
+    result = storage.load(path)
     stored = [event.to_json() for event in result.events]
     assert len(stored) >= acknowledged, (fmt, len(stored), acknowledged)
     assert stored == EXPECTED[: len(stored)]
-    again = storage.load(path, impl="live")
+    again = storage.load(path)
     assert again.torn == result.torn and list(again.events) == list(result.events)
-    repaired = storage.repair(path, impl="live")
+    repaired = storage.repair(path)
     assert repaired.torn is None and not repaired.closers
     assert [event.to_json() for event in repaired.events[: len(stored)]] == stored
     assert temps(path) == [] and remove_stale_temps(path) == []

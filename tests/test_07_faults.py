@@ -82,9 +82,9 @@ def long_line(path: Path, size: int) -> None:
 
 def test_a_long_single_line_is_refused_in_bounded_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The always-on variant: an 8 MiB line against a 1 MiB bound."""
-    from sessionspec.storage import jsonl
+    from sessionspec.storage import jsonlread
 
-    monkeypatch.setattr(jsonl, "MAX_RECORD_BYTES", 1 << 20)
+    monkeypatch.setattr(jsonlread, "MAX_RECORD_BYTES", 1 << 20)
     path = tmp_path / "long.jsonl"
     long_line(path, 8 << 20)
     tracemalloc.start()

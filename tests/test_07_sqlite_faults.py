@@ -46,11 +46,11 @@ def overlapping(path: Path) -> Path:
 def test_a_repair_cuts_at_the_defective_row_of_an_overlapping_packed_row(tmp_path: Path) -> None:
     """Finding 1: the cut starts at the defective row itself, and the repaired log loads with every event kept."""
     path = overlapping(tmp_path / "overlap.sqlite")
-    before = storage.load(path, impl="live")
+    before = storage.load(path)
     assert before.torn is not None and (before.torn.seq, before.torn.row) == (19, 16)
-    repaired = storage.repair(path, impl="live")
+    repaired = storage.repair(path)
     assert repaired.torn is None and not repaired.closers
-    again = storage.load(path, impl="live")
+    again = storage.load(path)
     assert [e.to_json() for e in again.events] == [e.to_json() for e in (*before.events, *before.closers)]
     assert run_cli("check", str(path)).code == 0
 
@@ -74,7 +74,7 @@ def test_a_repair_that_does_not_verify_writes_nothing(tmp_path: Path, monkeypatc
 
     monkeypatch.setattr(backend, "_insert", wrong)
     with pytest.raises(SpecViolation) as refused:
-        storage.repair(path, impl="live")
+        storage.repair(path)
     assert refused.value.rule == "SESSION-STORAGE-WRITE.5" and "repair not written" in refused.value.message
     assert rows(path) == before
 
@@ -158,7 +158,7 @@ def test_a_row_longer_than_the_record_bound_is_refused_unread(tmp_path: Path, mo
     monkeypatch.setattr(sqliterows, "ROW_QUERY", sqliterows.ROW_QUERY.replace(str(sqliterows.MAX_RECORD_BYTES), "4096"))
     monkeypatch.setattr(sqliterows, "MAX_RECORD_BYTES", 4096)
     with pytest.raises(SpecViolation) as refused:
-        storage.load(path, impl="live")
+        storage.load(path)
     assert refused.value.rule == "SESSION-STORAGE-RECORD.1" and "seq 3" in refused.value.message
 
 

@@ -18,7 +18,7 @@ from sessionspec import model, storage
 from sessionspec.catalog import END_SEED
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import thaw
-from sessionspec.storage import gate, jsonl, sqlite, zstdlog
+from sessionspec.storage import gate, jsonl, jsonlread, sqlite, zstdlog
 from sessionspec.storage.chunkrows import decode
 from sessionspec.storage.layout import encode_segment, project_key, session_path
 from sessionspec.storage.zstdlog import compress
@@ -391,7 +391,7 @@ def test_a_failed_append_rolls_the_file_back(tmp_path: Path, name: str, monkeypa
 
 def test_records_beyond_the_bound_are_refused_on_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SESSION-STORAGE-RECORD.1 (the always-on variant of the 100 MB line)."""
-    monkeypatch.setattr(jsonl, "MAX_RECORD_BYTES", 1 << 16)
+    monkeypatch.setattr(jsonlread, "MAX_RECORD_BYTES", 1 << 16)
     path = tmp_path / "big.jsonl"
     header = (FIXTURES / "unknown.jsonl").read_text().splitlines()[0]
     path.write_text(header + "\n" + '{"type":"x","data":"' + "y" * (1 << 18) + '"}\n')

@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sessionspec import model
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.exchange import encodable
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.oracle import Reference, ReferenceExecutor, reference_answer
-from sessionspec.conformance.protocol import dumps
 from sessionspec.testing import breaking, loops
 from sessionspec.testing import choose as generate
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.testee_machine import append_request
+from sessionspec.wire.exchange import encodable
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.oracle import Reference, ReferenceExecutor, reference_answer
+from sessionspec.wire.protocol import dumps
 
 
 def both_answer(oracle: Executor, naive: Executor, request: Any) -> dict[str, Any]:

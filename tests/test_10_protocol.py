@@ -11,13 +11,18 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sessionspec.conformance import client, protocol, remote
-from sessionspec.conformance import testee as scp_testee
-from sessionspec.conformance.executor import Executor
 from sessionspec.errors import SpecViolation
+from sessionspec.testing import implementations
+from sessionspec.wire import client, protocol, remote
+from sessionspec.wire import serve as scp_testee
+from sessionspec.wire.executor import Executor
 
 SERVE = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl", "model"]
 USER = {"id": "u1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]}
+
+
+def executor_for(name: str) -> Executor:
+    return Executor(implementations.factory(name), name)
 
 
 def ask(testee: Executor, line: str | bytes) -> dict[str, Any]:
@@ -27,7 +32,7 @@ def ask(testee: Executor, line: str | bytes) -> dict[str, Any]:
 
 
 def created(impl: str = "model") -> Executor:
-    testee = scp_testee.testee_for(impl)
+    testee = executor_for(impl)
     assert ask(testee, '{"op":"create","id":"s1","seed":null,"header":null}')["ok"]
     return testee
 
@@ -134,7 +139,7 @@ def test_fold_checks_contiguity() -> None:
 
 
 def test_protocol_rules() -> None:
-    testee = scp_testee.testee_for("model")
+    testee = executor_for("model")
     assert rule_of(ask(testee, '{"op":"snapshot"}')) == "SESSION-CONFORMANCE-PROTOCOL.3"
     assert rule_of(ask(testee, '["hello"]')) == "SESSION-CONFORMANCE-PROTOCOL.1"
     assert rule_of(ask(testee, '{"op":"compact"}')) == "SESSION-CONFORMANCE-PROTOCOL.2"
@@ -153,7 +158,7 @@ def test_an_unknown_extension_key_or_value_is_refused_never_ignored(extra: str) 
 
 
 def test_a_testee_without_the_extensions_refuses_them() -> None:
-    bare = Executor(scp_testee.implementations.factory("live"), "live", extensions=())
+    bare = Executor(implementations.factory("live"), "live", extensions=())
     assert ask(bare, '{"op":"create","id":"s1","seed":null,"header":null}')["ok"]
     assert rule_of(ask(bare, '{"op":"append","type":"t","data":1,"x-validator":"raise"}')) == "SESSION-CONFORMANCE-PROTOCOL.6"
     assert rule_of(ask(bare, '{"op":"x-rebuild"}')) == "SESSION-CONFORMANCE-PROTOCOL.2"

@@ -16,9 +16,9 @@ import pytest
 from sessionspec.cli import main
 from sessionspec.conformance import failures
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.divergence import Divergence
-from sessionspec.conformance.exchange import DivergenceFound
 from sessionspec.testing import planted
+from sessionspec.wire.divergence import Divergence
+from sessionspec.wire.exchange import DivergenceFound
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -112,8 +112,8 @@ def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_
 def test_a_divergence_still_in_flight_when_the_next_session_is_created_keeps_its_own_trace() -> None:
     """Requests are pipelined, and a create starts a new trace: a divergence read after the next create was once
     recorded with the next session's requests (a trace that did not hold the diverging request at all)."""
-    from sessionspec.conformance.client import Connection
-    from sessionspec.conformance.exchange import Exchange
+    from sessionspec.wire.client import Connection
+    from sessionspec.wire.exchange import Exchange
 
     create = {"op": "create", "id": "s1", "seed": None, "header": None}
     ignorable = {"op": "append", "type": "user/message", "ignorable": True,
@@ -161,7 +161,7 @@ def test_missing_testee_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_misbehaving_testee_is_a_divergence_of_its_own_kind_and_the_run_ends(
         tmp_path: Path, few_vectors: Path, mode: str, kind: str, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from sessionspec.conformance import client
+    from sessionspec.wire import client
 
     monkeypatch.setattr(client, "MAX_LINE_BYTES", 1 << 20)  # the answer bound, shrunk so the overflow cases are quick
     report = tmp_path / "report.json"

@@ -31,16 +31,16 @@ from nearmisses import FOREIGN, NEAR_MISSES, every_single_change, json_or_foreig
 from sessionspec import jsonvalue, shapes
 from sessionspec.catalog import DEFAULT_CATALOG, SURFACE_TYPES
 from sessionspec.envelope import APPEND, Event, Replace, append_request_parts, build_event, parse_event, parse_sources
+from sessionspec.jsontext import parse
 from sessionspec.jsonvalue import FrozenDict, FrozenList, is_json, snapshot
 from sessionspec.legacy import check_current, upgrade
-from sessionspec.live import fastpath
+from sessionspec.live import fastpath, fasttext
 from sessionspec.live.fastpath import FAST_FORMS, FastForm, message_shape_holds, rule_ids
-from sessionspec.logcheck import reader, survey
+from sessionspec.logcheck import survey
 from sessionspec.logcheck.checker import Checker
 from sessionspec.rules import RULES, check
 from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import ROW_TAGS, decode
-from sessionspec.storage.losslessparse import parse
 from sessionspec.surface import check_tool_result_rewrite, plan_replace
 from sessionspec.testing import builders
 from sessionspec.testing import crosshair as proving
@@ -284,10 +284,31 @@ def fast_parse_is_parse(args: list[Any]) -> bool:
         return False
     old, new = RESPELLINGS[index]
     raw = raw.replace(old, new, 1) if old else raw
-    value = reader.fast_parse(raw)
-    if value is reader._SLOW:
+    value = fasttext.fast_parse(raw)
+    if value is fasttext.SLOW:
         return False
     assert typed(value) == typed(parse(raw))
+    return True
+
+
+def parse_block_is_parse(args: list[Any]) -> bool:
+    """args: records written as canonical lines, then line `where` respelled by RESPELLINGS[index]; the block is the
+    lines joined by newlines. Where `parse_block` reads it, it reads each line as the lossless parser does."""
+    records, where, index = args
+    if not isinstance(records, list) or not records or type(where) is not int or not 0 <= where < len(records) \
+            or type(index) is not int or not 0 <= index < len(RESPELLINGS):
+        return False
+    try:
+        lines = [orjson.dumps(record) for record in records]
+    except (orjson.JSONEncodeError, TypeError):
+        return False
+    old, new = RESPELLINGS[index]
+    lines[where] = lines[where].replace(old, new, 1) if old else lines[where]
+    values = fasttext.parse_block(b"\n".join(lines))
+    if values is None:
+        return False
+    assert len(values) == len(lines)
+    assert [typed(value) for value in values] == [typed(parse(line)) for line in lines]
     return True
 
 
@@ -336,7 +357,8 @@ CASES: dict[Callable[..., Any], tuple[Callable[[list[Any]], bool], list[list[Any
         [*SURFACE, "tool/result", 2, 2, [2], builders.pruned(RESULT)]]),
     survey.lean_row: (lean_row_implies_decode, [[row] for row in RECORDS if "seq0" in row]),
     survey.survey: (survey_implies_the_reference, [[RECORDS[:3]], [RECORDS[7:11]], [RECORDS[14:17]], [RECORDS[4:]]]),
-    reader.fast_parse: (fast_parse_is_parse, [[record, 0] for record in RECORDS]),
+    fasttext.fast_parse: (fast_parse_is_parse, [[record, 0] for record in RECORDS]),
+    fasttext.parse_block: (parse_block_is_parse, [[RECORDS, 0, 0], [RECORDS[:3], 2, 0], [RECORDS[4:8], 1, 0]]),
 }
 """Each fast form: the implication it is held to, and the common valid inputs it must accept itself."""
 
@@ -355,7 +377,8 @@ def test_each_fast_form_accepts_the_common_cases_itself(fast: Callable[..., Any]
 BOUNDARIES: dict[Callable[..., Any], list[list[Any]]] = {
     fastpath.sources_hold: [["assistant/message", 12, list(range(4, 12))], ["user/message", 6, [5, 0, 3]]],
     fastpath.replace_holds: [[*SURFACE, "tool/result", 2, 5, [2, 5], builders.pruned(RESULT)]],
-    reader.fast_parse: [[RECORDS[10], index] for index in range(len(RESPELLINGS))],
+    fasttext.fast_parse: [[RECORDS[10], index] for index in range(len(RESPELLINGS))],
+    fasttext.parse_block: [[RECORDS[8:12], 2, index] for index in range(len(RESPELLINGS))],
 }
 """More inputs to change one thing in: at the edge of acceptance (the last source just below the seq, a rewrite
 of two nodes), and every respelling of a stored line."""
@@ -519,6 +542,12 @@ def test_survey_runs_imply_every_record_passes_the_reference(args: list[Any]) ->
 @given(near_misses(st.tuples(st.sampled_from(RECORDS), st.integers(0, len(RESPELLINGS) - 1)).map(list)))
 def test_fast_parse_implies_the_lossless_parser_reads_the_same_value(args: list[Any]) -> None:
     fast_parse_is_parse(args)
+
+
+@given(near_misses(st.tuples(st.lists(st.sampled_from(RECORDS), min_size=1, max_size=6), st.integers(0, 5),
+                             st.integers(0, len(RESPELLINGS) - 1)).map(list)))
+def test_parse_block_implies_the_lossless_parser_reads_each_line(args: list[Any]) -> None:
+    parse_block_is_parse(args)
 
 
 # --- the CrossHair obligations (proofs/obligations_fastpaths.py) hold on concrete inputs -------------

@@ -1,9 +1,14 @@
 """The package's shape shows its architecture, and stays that way (DESIGN.md, "Layout"; spec/README.md).
 
 The spec as code sits at the package root and imports nothing from the folders; `live/` builds
-on the spec; `storage/`, `logcheck/` and `conformance/` on both; `testing/` on all of those;
-`cli/` on everything. An import inside a function, which would hide a loop from this test, is
-not allowed; neither is a module of more than 400 lines or a function of more than 80.
+on the spec; `storage/` and `wire/` (the conformance protocol) on both, and not on each other;
+`logcheck/` on storage; `testing/` (strategies, machines) on wire and storage; `conformance/` (the
+runner) on testing; `cli/` on everything. An import inside a function, which would hide a loop or
+a cost from this test, is not allowed; neither is a module of more than 400 lines or a function of
+more than 80. A module loaded by name when it is needed (`importlib.import_module`: a command when
+it is dispatched, a storage backend when a log of its format is opened, an implementation when it
+is named) is not an arrow of the graph: what it loads sits above or beside the caller, and
+`tests/test_startup.py` holds what each command loads.
 """
 
 from __future__ import annotations
@@ -20,14 +25,14 @@ LAYERS: dict[str, frozenset[str]] = {
     "spec": frozenset({"spec"}),
     "live": frozenset({"spec", "live"}),
     "storage": frozenset({"spec", "live", "storage"}),
+    "wire": frozenset({"spec", "live", "wire"}),
     "logcheck": frozenset({"spec", "live", "storage", "logcheck"}),
-    "conformance": frozenset({"spec", "live", "storage", "logcheck", "conformance", "testing"}),
-    "testing": frozenset({"spec", "live", "storage", "logcheck", "conformance", "testing"}),
-    "cli": frozenset({"spec", "live", "storage", "logcheck", "conformance", "testing", "cli"}),
+    "testing": frozenset({"spec", "live", "storage", "wire", "testing"}),
+    "conformance": frozenset({"spec", "live", "storage", "wire", "testing", "conformance"}),
+    "cli": frozenset({"spec", "live", "storage", "wire", "logcheck", "testing", "conformance", "cli"}),
 }
-"""What each part may import. `conformance` and `testing` are one layer seen from outside (the runner
-drives the testee machine, the machines run requests through the executor); the module graph
-between them must still be free of loops."""
+"""What each part may import: the parts below it, and never one beside it (storage and wire, logcheck and
+wire, logcheck and testing stand apart)."""
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 FACADE = {"sessionspec", "sessionspec.__main__"}

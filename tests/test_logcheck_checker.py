@@ -16,14 +16,13 @@ from hypothesis import strategies as st
 from sessionspec import storage
 from sessionspec.cli.demo import example_session
 from sessionspec.errors import SpecViolation
-from sessionspec.logcheck import blocks
-from sessionspec.logcheck import reader as sources
+from sessionspec.live import fasttext
+from sessionspec.live.fasttext import fast_parse
 from sessionspec.logcheck.checker import Checker, numbered
 from sessionspec.logcheck.checkfile import check_path
-from sessionspec.logcheck.reader import fast_parse
-from sessionspec.storage import jsonl
+from sessionspec.storage import jsonlread
 from sessionspec.storage.chunkrows import pack
-from sessionspec.storage.jsonl import JsonlReader
+from sessionspec.storage.jsonlread import JsonlReader
 from sessionspec.testing.builders import (
     assistant_message,
     compaction_summary,
@@ -314,7 +313,7 @@ def check_both(changes: list[tuple[int, str, str, Any]], strict: bool = False, b
         text = text[:-9]
     elif tail == "blank":
         text += b"\n"
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(blocks, "BLOCK", block):
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(jsonlread, "BLOCK", block):
         path = Path(tmp) / "log.jsonl"
         path.write_bytes(text)
         fast = fast_report(path, strict)
@@ -378,18 +377,18 @@ def test_each_fast_condition_agrees_with_the_reference(change: tuple[int, str, s
 
 
 def test_the_block_parse_refuses_lines_that_only_parse_together() -> None:
-    """`blocks.parse_block`: a line holding the separator cannot make up for a line that is not a value by itself."""
-    mark = blocks._MARK.decode()
+    """`fasttext.parse_block`: a line holding the separator cannot make up for a line that is not a value by itself."""
+    mark = fasttext._MARK.decode()
     lines = ['[{"a":1', '2}]', '{"b":1}' + mark + '{"c":2}']
     part = "\n".join(lines).encode()
-    text = blocks._OPEN + part.replace(b"\n", blocks._MARK) + blocks._CLOSE
+    text = fasttext._OPEN + part.replace(b"\n", fasttext._MARK) + fasttext._CLOSE
     assert orjson.dumps(orjson.loads(text)) == text  # the wrapped block alone would read as three values
-    assert blocks.parse_block(part) is None
-    assert blocks.parse_block(b'{"a":1}\n{"b":[-0.0]}') is None and blocks.parse_block(b'{"a":1}\n{"b":2}') == [{"a": 1}, {"b": 2}]
-    assert blocks.parse_block(b'{"a":1}\n{"a":1,"a":2}') is None and blocks.parse_block(b'{"a":1}\n') is None
+    assert fasttext.parse_block(part) is None
+    assert fasttext.parse_block(b'{"a":1}\n{"b":[-0.0]}') is None and fasttext.parse_block(b'{"a":1}\n{"b":2}') == [{"a": 1}, {"b": 2}]
+    assert fasttext.parse_block(b'{"a":1}\n{"a":1,"a":2}') is None and fasttext.parse_block(b'{"a":1}\n') is None
     # A line that continues the wrap with a key of its own; and with it, two lines read as one value.
-    assert blocks.parse_block(b'{"a":1}\n1,"b":2') is None
-    assert blocks.parse_block(b'[{"a":1\n2}]\n1,"b":2') is None
+    assert fasttext.parse_block(b'{"a":1}\n1,"b":2') is None
+    assert fasttext.parse_block(b'[{"a":1\n2}]\n1,"b":2') is None
 
 
 def test_the_stored_log_is_clean_and_takes_the_block_path() -> None:
@@ -434,9 +433,7 @@ def test_a_record_beyond_the_bound_is_refused_at_its_line_as_the_reader_refuses_
     body = [*lines[:5], big, *lines[5:]] if where == "inside" else [*lines, big]
     text = b'{"type":"session","version":0,"id":"demo","createdAt":1,"delegationDepth":0}\n' + b"\n".join(body)
     text += b"" if where == "torn" else b"\n"
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(sources, "MAX_RECORD_BYTES", 1 << 16), \
-            mock.patch.object(blocks, "MAX_RECORD_BYTES", 1 << 16), \
-            mock.patch.object(jsonl, "MAX_RECORD_BYTES", 1 << 16):
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(jsonlread, "MAX_RECORD_BYTES", 1 << 16):
         path = Path(tmp) / "log.jsonl"
         path.write_bytes(text)
         fast = fast_report(path, False)

@@ -25,7 +25,8 @@ from sessionspec.logcheck import reader as sources
 from sessionspec.logcheck import workers as surveyor
 from sessionspec.logcheck.checker import Checker
 from sessionspec.logcheck.checkfile import check_path
-from sessionspec.storage.jsonl import JsonlReader
+from sessionspec.storage import jsonlread
+from sessionspec.storage.jsonlread import JsonlReader
 from sessionspec.testing.loops import Loop, agent_loops, build
 from test_logcheck_checker import apply_stored, reference_report, stored_log
 
@@ -54,7 +55,7 @@ def outcome(path: Path, jobs: int) -> tuple[Any, ...]:
 
 @pytest.fixture()
 def small_blocks() -> Iterator[None]:
-    with mock.patch.object(blocks, "BLOCK", 200):
+    with mock.patch.object(jsonlread, "BLOCK", 200):
         yield
 
 
@@ -166,7 +167,7 @@ def test_no_surveyor_is_left_behind(tmp_path: Path) -> None:
     """Reaped and its pipes closed: after a full check, and after a consumer that stops reading early."""
     path = write_log(tmp_path / "log.jsonl", CHANGES)
     before = set(os.listdir("/proc/self/fd"))
-    with mock.patch.object(blocks, "BLOCK", 200):
+    with mock.patch.object(jsonlread, "BLOCK", 200):
         check_path(str(path), jobs=2)
         checker = Checker(str(path))
         log = sources.open_log(path, survey=checker.survey, fold=checker.fold, jobs=2)
@@ -263,7 +264,7 @@ def check_corrupted(tmp_path: Path, loop: Loop, how: str, at: int, byte: int, bl
     path = tmp_path / f"{len(os.listdir(tmp_path))}.jsonl"
     storage.save(path, session.header, session.events)
     path.write_bytes(corrupt(path.read_bytes(), how, at, byte))
-    with mock.patch.object(blocks, "BLOCK", block):
+    with mock.patch.object(jsonlread, "BLOCK", block):
         alone = outcome(path, jobs=1)
         assert outcome(path, jobs=jobs) == alone
         # The torn tail too, with the byte offset a repair would keep.

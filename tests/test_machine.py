@@ -4,13 +4,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sessionspec.cli import main
-from sessionspec.conformance.trace import Trace, parse_trace, render, write_trace
 from sessionspec.invariants import Companion
 from sessionspec.repair import closers
 from sessionspec.testing import implementations, invalid, loops
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.companion_machine import CompanionMachine
 from sessionspec.testing.machine import LiveMachine, ModelMachine
+from sessionspec.wire.trace import Trace, parse_trace, render, write_trace
 
 TestLiveAgainstModel = LiveMachine.TestCase
 TestModelAgainstItself = ModelMachine.TestCase

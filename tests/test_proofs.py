@@ -17,9 +17,6 @@ from typing import Any
 import icontract
 import pytest
 from sessionspec import cli, model
-from sessionspec.conformance.compare import differences
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.trace import read_trace
 from sessionspec.jsonvalue import FrozenList
 from sessionspec.live import Session as LiveSession
 from sessionspec.live.surface import DerivedMessages
@@ -46,6 +43,9 @@ from sessionspec.testing.explore import (
     write_trace,
 )
 from sessionspec.testing.planted import IN_ONE_REQUEST
+from sessionspec.wire.compare import differences
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.trace import read_trace
 
 PROOFS = Path(__file__).resolve().parents[1] / "proofs"
 sys.path.insert(0, str(PROOFS))

@@ -16,16 +16,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from sessionspec.conformance.client import parse_answer
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.protocol import Answer, dumps
-from sessionspec.conformance.remote import RemoteSession
-from sessionspec.conformance.testee import answer_line
 from sessionspec.envelope import Event, Replace, parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, FrozenList, json_equal, snapshot
 from sessionspec.testing import implementations
 from sessionspec.views import project
+from sessionspec.wire.client import parse_answer
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.protocol import Answer, dumps
+from sessionspec.wire.remote import RemoteSession
+from sessionspec.wire.serve import answer_line
 
 PREFIX = "wire:"
 

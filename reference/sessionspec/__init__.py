@@ -6,20 +6,35 @@
 the naive reference model (`sessionspec.model`), which is the spec as code; `load` and `save` read
 and write the upstream's JSONL, zstd JSONL and SQLite logs through the load gate
 (`sessionspec.storage`); every rejection is a `SpecViolation` naming the rule of `spec/` it
-enforces. The conformance oracle (`sessionspec conform`) lives in `sessionspec.conformance`.
+enforces. The conformance protocol is `sessionspec.wire`; the oracle (`sessionspec conform`)
+lives in `sessionspec.conformance`.
+
+Importing a module of the package imports this one first, so it loads nothing it does not need:
+the store and the storage layer are imported when `Session`, `load`, `save` or `LoadResult` is
+first read (PEP 562), not when `sessionspec serve` or `sessionspec check` starts.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("sessionspec")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+import importlib
+from typing import TYPE_CHECKING, Any
 
-SESSION_FORMAT_VERSION = 0
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import SESSION_FORMAT_VERSION
+from sessionspec.version import __version__
 
-from sessionspec.errors import Kind, SpecViolation  # noqa: E402 -- after __version__, which modules below read
-from sessionspec.live import Session  # noqa: E402
-from sessionspec.storage import LoadResult, load, save  # noqa: E402
+if TYPE_CHECKING:
+    from sessionspec.live import Session
+    from sessionspec.storage import LoadResult, load, save
+
+_LAZY = {"Session": "sessionspec.live", "LoadResult": "sessionspec.storage", "load": "sessionspec.storage",
+         "save": "sessionspec.storage"}
 
 __all__ = ["SESSION_FORMAT_VERSION", "Kind", "LoadResult", "Session", "SpecViolation", "__version__", "load", "save"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessionspec' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,28 +1,50 @@
-"""`sessionspec ...`: every subcommand lives in `sessionspec.cli.<name>`.
+"""`sessionspec ...`: every subcommand lives in `sessionspec.cli.<name>`, loaded only when it runs.
 
-Each command module exports `register(subparsers)`, which adds its parser and sets `handler`
-(a function from the parsed arguments to an exit code). Commands are discovered, not listed, so
-adding one never edits this file; the package's other modules (progress, rendering) have no
-`register` and are not commands.
+`COMMANDS` names each command and says in one line what it does; that is all `sessionspec --help`
+needs, so the top-level parser imports no command. The command a run dispatches to is imported
+by name (`importlib`) and its module's `register(subparsers)` adds its full parser and sets
+`handler` (a function from the parsed arguments to an exit code). So `sessionspec check LOG` loads
+the log checker and the one storage backend it opens, never the oracle's engine (Hypothesis),
+the reference model's contracts or the other backends: a CI step or a loop over a hundred logs
+pays only for what it uses (tests/test_startup.py holds it; benchmarks/startup.py measures it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import Final
 
-import sessionspec.cli
-from sessionspec import __version__
+from sessionspec.version import __version__
+
+COMMANDS: Final = {
+    "demo": "start here: an example session in every view, then the oracle at work",
+    "check": "check stored session logs (JSONL, zstd JSONL, SQLite) against the spec",
+    "show": "show a stored log's log, surface, messages or transcript at a seq",
+    "repair": "show (and with --write commit) the torn-tail cut and closers of a crashed log",
+    "conform": "run the vectors and the stateful machine against a testee (SCP v0)",
+    "serve": "serve an implementation as a conformance testee (SCP v0 on stdin/stdout)",
+    "replay": "re-execute a trace (from conform, the machine or explore) and compare it with the reference",
+    "vectors": "generate or check the conformance vectors (spec/vectors/)",
+    "explore": "explore every state up to a depth against the reference model, checking the invariants",
+    "prove": "run CrossHair on the proof obligations (needs the proofs extra)",
+    "bench": "replay a workload of appends and derives, report events/s",
+}
+"""Each command's module name and its one line of help, in the order `--help` lists them."""
 
 EPILOG = """Start with `sessionspec demo`. Every command exits 0 when all is well, 1 when it found something
 (findings in a log, divergences of a testee, a difference on replay), 2 when it cannot run or
 cannot read its input. `sessionspec COMMAND --help` explains each command, with examples."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full subparser of `command` (its module imported) and a one-line entry for the others."""
+    return _parsers(command)[0]
+
+
+def _parsers(command: str | None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="sessionspec",
         description="Executable specification and conformance oracle for the DeepSeek Harness session model.",
@@ -30,19 +52,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sessionspec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_info in sorted(pkgutil.iter_modules(sessionspec.cli.__path__), key=lambda m: m.name):
-        if module_info.name.startswith("_"):  # __main__
-            continue
-        module = importlib.import_module(f"sessionspec.cli.{module_info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(subparsers)
-    return parser
+    for name, summary in COMMANDS.items():
+        if name == command:
+            importlib.import_module(f"{__name__}.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
+    return parser, subparsers.choices
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (the top level takes no values)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = command_of(words)
+    parser, commands = _parsers(command if command in COMMANDS else None)
+    args, extra = parser.parse_known_args(words)
+    if extra:  # said by the command's own parser, with its usage, not the top level's
+        commands.get(str(getattr(args, "command", None)), parser).error(f"unrecognized arguments: {' '.join(extra)}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
@@ -54,4 +83,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return code
-

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec import storage
+from sessionspec.cli import COMMANDS
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
 from sessionspec.testing import implementations as impls
@@ -34,7 +35,7 @@ EPILOG = """examples:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("bench", help="replay a workload of appends and derives, report events/s",
+    parser = subparsers.add_parser("bench", help=COMMANDS["bench"],
                                    description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", type=Path, metavar="WORKLOAD.jsonl", help="JSON Lines of append requests and derives")

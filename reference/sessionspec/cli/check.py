@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
 from sessionspec.logcheck.checkfile import Report, check_path
 
@@ -15,7 +16,7 @@ CLEAN, FINDINGS, UNREADABLE = 0, 1, 2
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "check", help="check stored session logs (JSONL, zstd JSONL, SQLite) against the spec",
+        "check", help=COMMANDS["check"],
         description="Stream each log and report every rule it breaks: file, line, seq, rule ID and one sentence. "
                     "Exit 0 when every log is clean, 1 when any has findings, 2 when any cannot be read.")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="session logs: .jsonl, .jsonl.zstd or SQLite")

@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
 from sessionspec.conformance import failures, junit, runner, vectors
-from sessionspec.conformance.trace import TraceError, read_trace
+from sessionspec.wire.trace import TraceError, read_trace
 
 EPILOG = """examples:
   sessionspec conform -- sessionspec serve --impl live
@@ -27,7 +28,7 @@ EPILOG = """examples:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("conform", help="run the vectors and the stateful machine against a testee (SCP v0)",
+    parser = subparsers.add_parser("conform", help=COMMANDS["conform"],
                                    description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--profile", choices=("dev", "ci", "nightly"), help="Hypothesis settings profile for the machine")

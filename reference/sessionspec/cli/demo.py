@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sessionspec import storage
+from sessionspec.cli import COMMANDS
 from sessionspec.cli.check import print_text
 from sessionspec.cli.render import Style, point_in_time, render_text
 from sessionspec.conformance import runner
@@ -38,7 +39,7 @@ from sessionspec.testing.builders import (
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("demo", help="start here: an example session in every view, then the oracle at work",
+    parser = subparsers.add_parser("demo", help=COMMANDS["demo"],
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--impl", default="model", metavar="NAME", help="implementation to run (default: model)")
     parser.add_argument("--dir", metavar="DIR", help="directory to write the log to (default: a new temporary directory)")

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli import COMMANDS
 from sessionspec.jsonvalue import Json
 from sessionspec.testing.explore import ALPHABETS, default_alphabet, explore, to_itf, write_trace
 
@@ -54,7 +55,7 @@ def _count(what: str, least: int) -> Any:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "explore", help="explore every state up to a depth against the reference model, checking the invariants",
+        "explore", help=COMMANDS["explore"],
         description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--depth", type=_count("operations", 0), default=5, metavar="N",
                         help="accepted operations from the empty session (default 5; 0 checks the empty session)")

@@ -5,19 +5,22 @@ output. So it is drawn on stderr, only when stderr is a terminal (and neither `T
 `SESSIONSPEC_NO_PROGRESS` says otherwise), only once a run has taken about a second (a quick
 command stays quiet), and erased when the run ends. rich does the drawing: refresh rate, width,
 rate and time-left estimates are what a well-kept library does better than a hand-drawn line.
+rich is imported when a bar is first drawn: a command that ends within the delay, or runs in a
+pipe, never loads it.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
-from rich.progress import Progress as RichProgress
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 DELAY = 1.0
 """Seconds a run may take before its bar appears."""
@@ -50,9 +53,10 @@ class Progress:
         if not self.enabled or time.monotonic() - self._started < self._delay:
             return
         if self._bar is None:
-            console = Console(file=self.stream, force_terminal=True)
-            self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TimeRemainingColumn(), console=console, transient=True)
+            rich: Any = importlib.import_module("rich.progress")
+            console = importlib.import_module("rich.console").Console(file=self.stream, force_terminal=True)
+            self._bar = rich.Progress(rich.TextColumn("{task.description}"), rich.BarColumn(), rich.MofNCompleteColumn(),
+                                      rich.TimeRemainingColumn(), console=console, transient=True)
             self._bar.start()
             self._task = self._bar.add_task(self.label, total=total or None)
         assert self._task is not None

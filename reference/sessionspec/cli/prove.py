@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli import COMMANDS
 from sessionspec.testing import crosshair as proving
 
 EPILOG = """examples:
@@ -26,7 +27,7 @@ EPILOG = """examples:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("prove", help="run CrossHair on the proof obligations (needs the proofs extra)",
+    parser = subparsers.add_parser("prove", help=COMMANDS["prove"],
                                    description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small bounds (the CI run, about a minute on 2 cores)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")

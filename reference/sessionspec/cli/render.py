@@ -22,8 +22,8 @@ from typing import Any
 
 from sessionspec.catalog import USER_MESSAGE
 from sessionspec.envelope import Event
+from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json, thaw
-from sessionspec.storage.losslessparse import dumps
 from sessionspec.surface import Replacement, ReplacePlan, apply, plan
 from sessionspec.views import is_append_origin, project
 

@@ -9,18 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec import storage
+from sessionspec.cli import COMMANDS
 from sessionspec.cli.render import printable, summary
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json
 from sessionspec.storage.durable import STALE
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult
-from sessionspec.storage.losslessparse import dumps
+from sessionspec.testing import implementations
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "repair", help="show (and with --write commit) the torn-tail cut and closers of a crashed log",
+        "repair", help=COMMANDS["repair"],
         description="Load a stored log through the load gate and show what repair would do: cut a torn tail, and "
                     "append the closers that end an interrupted turn. Nothing is written without --write, and with it "
                     "only a repair verified on its result is written. Exit 0 when the repair was shown (or written), or "
@@ -75,10 +77,11 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         detect(path)
-        result = storage.load(path, session_id=args.session, impl=args.impl)
+        create = implementations.factory(args.impl)
+        result = storage.load(path, session_id=args.session, create=create)
         if args.write and result.needs_repair:
             # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
-            storage.repair(path, session_id=args.session, impl=args.impl, plan=result)
+            storage.repair(path, session_id=args.session, create=create, plan=result)
     except Unreadable as error:
         print(printable(f"{path}: unreadable: {error}"), file=sys.stderr)
         return 2

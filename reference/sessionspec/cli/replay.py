@@ -1,6 +1,6 @@
 """`sessionspec replay TRACE [--impl NAME | -- TESTEE...]`: re-execute a trace and compare it with the reference.
 
-A trace is what `conform`, the machines and `explore` write (sessionspec.conformance.trace): the
+A trace is what `conform`, the machines and `explore` write (sessionspec.wire.trace): the
 requests that reproduce a finding. In process (`--impl`, default the implementation the trace
 names, else `live`) each request runs on the implementation and on the reference model through
 the one executor, with the same clock, and rules and times are compared; with a testee command
@@ -17,14 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli import COMMANDS
 from sessionspec.conformance import runner
-from sessionspec.conformance.compare import differences, op_of
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.oracle import reference_answer
-from sessionspec.conformance.protocol import dumps
-from sessionspec.conformance.trace import Trace, TraceError, read_trace
 from sessionspec.model import Session
 from sessionspec.testing import implementations
+from sessionspec.wire.compare import differences, op_of
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.oracle import reference_answer
+from sessionspec.wire.protocol import dumps
+from sessionspec.wire.trace import Trace, TraceError, read_trace
 
 EPILOG = """examples:
   sessionspec replay /tmp/sessionspec-traces/machine-live-1a2b3c.json
@@ -34,7 +35,7 @@ EPILOG = """examples:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "replay", help="re-execute a trace (from conform, the machine or explore) and compare it with the reference",
+        "replay", help=COMMANDS["replay"],
         description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace", metavar="TRACE.json", help="a trace file written by conform, the machine or explore")
     parser.add_argument("--impl", metavar="NAME", help="in-process implementation: model, live or planted:NAME "

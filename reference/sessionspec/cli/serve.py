@@ -2,7 +2,7 @@
 
 One JSON request per line in, one JSON answer per line out, in order, until EOF. Every line gets
 exactly one answer, whatever it holds (spec/10-conformance.md). Use it as the testee of
-`sessionspec conform`, or to try the protocol by hand.
+`sessionspec conform`, or to try the protocol by hand. Only the implementation named is loaded.
 """
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ import argparse
 import sys
 from typing import Any
 
-from sessionspec.conformance.testee import serve, testee_for
+from sessionspec.cli import COMMANDS
+from sessionspec.testing import implementations
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.serve import serve
 
 EPILOG = """examples:
   sessionspec conform -- sessionspec serve --impl live
@@ -19,7 +22,7 @@ EPILOG = """examples:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("serve", help="serve an implementation as a conformance testee (SCP v0 on stdin/stdout)",
+    parser = subparsers.add_parser("serve", help=COMMANDS["serve"],
                                    description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--impl", default="model", metavar="NAME", help="model, live or planted:NAME (default: model)")
     parser.set_defaults(handler=run)
@@ -27,9 +30,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        testee = testee_for(args.impl)
+        create = implementations.factory(args.impl)
     except KeyError as error:
         print(f"sessionspec serve: {error.args[0]}", file=sys.stderr)
         return 2
-    serve(testee, sys.stdin.buffer, sys.stdout.buffer)
+    serve(Executor(create, args.impl), sys.stdin.buffer, sys.stdout.buffer)
     return 0

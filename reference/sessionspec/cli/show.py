@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
 from sessionspec.cli.render import (
     VIEWS,
@@ -26,10 +27,10 @@ from sessionspec.cli.render import (
 )
 from sessionspec.cli.view import Refused, Viewer
 from sessionspec.errors import SpecViolation
+from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json
 from sessionspec.logcheck.reader import Log, no_runs, open_log
 from sessionspec.storage.formats import Unreadable
-from sessionspec.storage.losslessparse import dumps
 
 CLEAN, FINDINGS, UNREADABLE = 0, 1, 2
 EXAMPLES = """examples:
@@ -42,7 +43,7 @@ EXAMPLES = """examples:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "show", help="show a stored log's log, surface, messages or transcript at a seq",
+        "show", help=COMMANDS["show"],
         description="Show one view of a stored session as it was after seq N (default: the end): the complete log, "
                     "the surface, the messages the model saw, or the append-origin transcript. The log is streamed "
                     "and validated as `check` validates it. Exit 0 when the log is sound, 1 when it breaks a rule "

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli import COMMANDS
 from sessionspec.conformance import vectors
 
 EPILOG = """examples:
@@ -23,7 +24,7 @@ EPILOG = """examples:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("vectors", help="generate or check the conformance vectors (spec/vectors/)",
+    parser = subparsers.add_parser("vectors", help=COMMANDS["vectors"],
                                    description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["generate", "check"], help="write the vectors, or check the committed ones")
     parser.add_argument("--dir", type=Path, metavar="DIR",

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from sessionspec.catalog import END_SEED
-from sessionspec.conformance.compare import op_of
-from sessionspec.conformance.exchange import encodable
-from sessionspec.conformance.oracle import ReferenceExecutor, reference_answer
+from sessionspec.wire.compare import op_of
+from sessionspec.wire.exchange import encodable
+from sessionspec.wire.oracle import ReferenceExecutor, reference_answer
 
 
 def accepted_seqs(trace: list[Any]) -> list[int | None]:

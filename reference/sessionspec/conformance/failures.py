@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessionspec.conformance.divergence import Divergence
+from sessionspec.wire.divergence import Divergence
 
 _RULE_ID = re.compile(r"^SESSION-[A-Z-]+\.\d+$")
 

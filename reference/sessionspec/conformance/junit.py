@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from sessionspec.conformance.divergence import Divergence
+from sessionspec.wire.divergence import Divergence
 
 
 def write(path: Path, vector_ids: Iterable[str], divergences: list[Divergence], machine_examples: int,

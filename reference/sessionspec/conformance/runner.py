@@ -26,15 +26,15 @@ from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.client import Connection, TesteeFailure
-from sessionspec.conformance.compare import describe, op_of
 from sessionspec.conformance.cuts import accepted_seqs, alone, cuts, unseeded
-from sessionspec.conformance.divergence import Divergence
-from sessionspec.conformance.exchange import DivergenceFound, Exchange
-from sessionspec.conformance.protocol import HOOKS, INPROCESS, Answer
-from sessionspec.conformance.trace import Trace, write_trace
 from sessionspec.testing import profiles
 from sessionspec.testing.testee_machine import testee_machine
+from sessionspec.wire.client import Connection, TesteeFailure
+from sessionspec.wire.compare import describe, op_of
+from sessionspec.wire.divergence import Divergence
+from sessionspec.wire.exchange import DivergenceFound, Exchange
+from sessionspec.wire.protocol import HOOKS, INPROCESS, Answer
+from sessionspec.wire.trace import Trace, write_trace
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
 MAX_FAMILIES: Final = 32

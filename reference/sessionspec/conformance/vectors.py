@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.conformance.cases import Case, pair_cases, scenarios
-from sessionspec.conformance.executor import Executor
 from sessionspec.conformance.misses import misses
-from sessionspec.conformance.protocol import dumps
 from sessionspec.conformance.registry import all_rules
-from sessionspec.conformance.resources import shipped
-from sessionspec.conformance.testee import answer_line
 from sessionspec.errors import Kind
 from sessionspec.model import Session
+from sessionspec.resources import shipped
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.protocol import dumps
+from sessionspec.wire.serve import answer_line
 
 FORMAT: Final = "sessionspec-vector/1"
 DEFAULT_DIR: Final = shipped("vectors")

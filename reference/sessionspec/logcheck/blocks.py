@@ -1,12 +1,12 @@
-"""The block path of a JSONL check: blocks of lines parsed at C speed, proven canonical, surveyed ahead.
+"""The survey of a JSONL check's blocks: each block parsed at C speed, proven canonical, surveyed ahead.
 
-`sessionspec check` spends its time here on a large log. orjson parses a block of lines at once,
-and the lines go on only if each is exactly what a canonical writer would have written for the
-value orjson read (so no duplicate key, no -0, no 1E5, no integer beyond 2**53-1 can hide in
-it: see `parse_block`). A parsed block that proved canonical is surveyed (logcheck/survey.py); forked
-surveyors (logcheck/workers.py) parse and survey blocks ahead while the reader folds them in
-order, and this process surveys one itself whenever it would wait. Every line a block does not
-vouch for goes back to the reader (logcheck/reader.py), which parses it alone, losslessly.
+`sessionspec check` spends its time here on a large log. The one JSONL reader
+(`storage.jsonlread`) reads the log in blocks of lines; each block is parsed at once and proven
+canonical (`live.fasttext.parse_block`: no duplicate key, no -0, no 1E5, no integer beyond
+2**53-1 can hide in it), then surveyed (logcheck/survey.py); forked surveyors
+(logcheck/workers.py) parse and survey blocks ahead while the reader folds them in order, and
+this process surveys one itself whenever it would wait. Every line a block does not vouch for
+goes back to the reader, which reads it alone, losslessly.
 """
 
 from __future__ import annotations
@@ -14,128 +14,22 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 import orjson
 from sessionspec.jsonvalue import Json
+from sessionspec.live.fasttext import parse_block
 from sessionspec.logcheck.survey import Run
 from sessionspec.logcheck.workers import Surveyor
-from sessionspec.storage.gate import MAX_RECORD_BYTES
+from sessionspec.storage.jsonlread import Oversized, Surveyed
 
 Survey = Callable[[list[Any]], list[Run]]
 """`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see logcheck/survey.py)."""
 _LOADS = orjson.loads
 _DUMPS = orjson.dumps
-_STRICT: Final = orjson.OPT_STRICT_INTEGER
 _DECODE_ERROR = orjson.JSONDecodeError
-_ENCODE_ERROR = orjson.JSONEncodeError
 
 
-BLOCK: Final = 32 << 10
-"""Small enough that a block's parsed values stay in cache (a MiB block halves the parse rate)."""
-
-
-_KEY: Final = "~" * 24
-_OPEN: Final = b'[{"' + _KEY.encode() + b'":'
-_MARK: Final = b'},{"' + _KEY.encode() + b'":'
-_CLOSE: Final = b"}]"
-_UNWRAP: Final = itemgetter(_KEY)
-_DOTS_LOOKED_AT: Final = 64
-
-
-def _negative_zero(part: bytes) -> bool:
-    """Whether `-0.0` occurs in `part`: by its dot, found with memchr, while dots are few, then by search.
-
-    A substring search for a short needle of common characters is slow (about 0.6 ns a byte);
-    finding the dots is memchr speed, and most blocks hold few dots.
-    """
-    find = part.find
-    at = find(b".")
-    for _ in range(_DOTS_LOOKED_AT):
-        if at < 0:
-            return False
-        if at >= 2 and part.startswith(b"-0.0", at - 2):
-            return True
-        at = find(b".", at + 1)
-    return at >= 0 and part.find(b"-0.0", max(at - 2, 0)) >= 0
-
-
-def parse_block(part: bytes) -> list[Any] | None:
-    """The values of a block of complete lines (without the last newline) if every line is canonical JSON, else None.
-
-    One orjson parse and one dump for the whole block (a split and a parse per line cost a
-    third more). Each line is wrapped as `{"KEY":line}` and the wraps joined by commas, one
-    array text T, by a single `replace` of the newlines with the separator M = `},{"KEY":`.
-    The block is accepted only if the canonical dump of the parsed array is T itself, M occurs
-    in no line, the array has one element per line, and each element is a dict of the one key
-    KEY. Then each line is the canonical dump of its element's value: between elements the dump
-    has M (n - 1 times); T holds M exactly n - 1 times (M has no border, so no occurrence
-    straddles a line and a separator), so the elements' boundaries are the lines' boundaries,
-    and an element of one key dumps as `{"KEY":` + its value + `}`. `-0.0` is the one value
-    whose canonical dump reads back as itself; it is refused by search.
-    """
-    text = b"".join((_OPEN, part.replace(b"\n", _MARK), _CLOSE))
-    lines = (len(text) - len(part) - len(_OPEN) - len(_CLOSE)) // (len(_MARK) - 1) + 1
-    try:
-        wrapped = _LOADS(text)
-        again = _DUMPS(wrapped, option=_STRICT)
-    except (_DECODE_ERROR, _ENCODE_ERROR):
-        return None
-    if again != text or len(wrapped) != lines or _MARK in part or _negative_zero(part):
-        return None
-    try:
-        values = list(map(_UNWRAP, wrapped))  # every element a dict holding KEY
-    except (KeyError, TypeError):
-        return None
-    # ... and nothing else: each has at least one key, so a total of one a line means exactly one each.
-    return values if sum(map(len, wrapped)) == lines else None
-
-
-class Oversized:
-    """Where `read_blocks` met a record longer than MAX_RECORD_BYTES: the log's end for a reader, which refuses it there.
-
-    Nothing of the record is kept: the rule needs only its line, and holding up to 64 MiB of it
-    in a read-ahead queue would be the memory the bound exists to save.
-    """
-
-
-OVERSIZED: Final = Oversized()
-
-
-def read_blocks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | Oversized]:
-    """The log after its header: blocks of complete lines (without the last newline), and over-long records.
-
-    A final fragment without its newline (a torn write) is put in `tail`, not yielded.
-    """
-    carry = b""
-    while True:
-        block = stream.read(BLOCK)
-        if not block:
-            break
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            # A line longer than a block: read the rest of it in one bounded call.
-            data += stream.readline(MAX_RECORD_BYTES + 2 - len(data))
-            ended = data.endswith(b"\n")
-            if len(data) - ended > MAX_RECORD_BYTES:
-                # SESSION-STORAGE-RECORD.1: refused with no more of it read.
-                yield OVERSIZED
-                return
-            if not ended:
-                carry = data
-                break
-            cut = len(data)
-        yield data[: cut - 1]
-        carry = data[cut:]
-    if carry:
-        tail.append(carry)
-
-
-Surveyed = tuple[int, list[Run], list[Any] | None] | None
-"""A block's line count, runs and (where this process parsed it) the value of each line; None where the block is
-not canonical (or no consumer surveys)."""
 
 
 @dataclass(frozen=True, slots=True)

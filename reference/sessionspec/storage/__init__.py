@@ -12,9 +12,10 @@ when the suffix says nothing, by the file's magic bytes.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from sessionspec.catalog import CATALOGS, DEFAULT_CATALOG, Catalog
 from sessionspec.envelope import Event
@@ -23,17 +24,38 @@ from sessionspec.jsonvalue import FrozenDict, Json, json_equal
 from sessionspec.legacy import LegacyUpgrade
 from sessionspec.storage.durable import VERIFIED, remove_stale_temps
 from sessionspec.storage.formats import Unreadable, detect
-from sessionspec.storage.gate import LoadResult, TornTail, finish_load, gate_events
-from sessionspec.storage.jsonl import JsonlReader, JsonlWriter
+from sessionspec.storage.gate import LoadResult, SessionFactory, TornTail, finish_load, gate_events
 from sessionspec.storage.layout import encode_segment, project_key, session_path
-from sessionspec.storage.sqlite import SqliteReader, SqliteWriter
-from sessionspec.storage.zstdlog import ZstdReader, ZstdWriter
 
-Reader = JsonlReader | ZstdReader | SqliteReader
-Writer = JsonlWriter | ZstdWriter | SqliteWriter
+if TYPE_CHECKING:
+    from sessionspec.storage.jsonl import JsonlWriter
+    from sessionspec.storage.jsonlread import JsonlReader, RunTaker
+    from sessionspec.storage.sqlite import SqliteReader, SqliteWriter
+    from sessionspec.storage.zstdlog import ZstdReader, ZstdWriter
+
+
+Reader: TypeAlias = "JsonlReader | ZstdReader | SqliteReader"
+Writer: TypeAlias = "JsonlWriter | ZstdWriter | SqliteWriter"
+
+BACKENDS: Final = {
+    "jsonl": ("sessionspec.storage.jsonlread", "JsonlReader", "sessionspec.storage.jsonl", "JsonlWriter"),
+    "jsonl.zstd": ("sessionspec.storage.zstdlog", "ZstdReader", "sessionspec.storage.zstdlog", "ZstdWriter"),
+    "sqlite": ("sessionspec.storage.sqlite", "SqliteReader", "sessionspec.storage.sqlite", "SqliteWriter"),
+}
+"""Each format's reader and writer, imported when a log of that format is opened: reading a JSONL log loads
+neither SQLite nor Zstandard (a tool run once per log pays only for the backend it uses)."""
+
+
+def _backend(fmt: str, *, writer: bool = False) -> Any:
+    module, reader_name, writer_module, writer_name = BACKENDS[fmt]
+    if writer:
+        return getattr(importlib.import_module(writer_module), writer_name)
+    return getattr(importlib.import_module(module), reader_name)
+
 
 __all__ = [
-    "LegacyUpgrade", "LoadResult", "Log", "TornTail", "Unreadable", "detect", "encode_segment", "load", "open_for_append", "project_key",
+    "LegacyUpgrade", "LoadResult", "Log", "SessionFactory", "TornTail", "Unreadable", "detect", "encode_segment", "load",
+    "open_for_append", "open_reader", "project_key",
     "repair", "save", "session_path", "stream",
 ]
 
@@ -45,24 +67,34 @@ def _catalog(catalog: Catalog | str | None) -> Catalog:
 
 
 def _reader(path: Path, session_id: str | None) -> Reader:
+    return open_reader(path, session_id)
+
+
+def open_reader(path: Path | str, session_id: str | None = None, *, runs: RunTaker | None = None) -> Reader:
+    """The reader of the backend that wrote `path` (by `detect`): its `header`, `records()`, then `torn`.
+
+    This is every tool's way into a stored log (`load`, `stream`, `sessionspec check` and `show`), so
+    each format has one reader. `runs` (JSONL only) is a consumer that takes whole runs of lines itself
+    (the checker: see `storage.jsonlread`). Raises Unreadable, or SpecViolation for a bad header.
+    """
+    path = Path(path)
     fmt = detect(path)
-    if fmt == "sqlite":
-        return SqliteReader(path, session_id)
-    if fmt == "jsonl.zstd":
-        return ZstdReader(path, session_id)
-    return JsonlReader(path, session_id)
+    backend = _backend(fmt)
+    reader: Reader = backend(path, session_id, runs=runs) if fmt == "jsonl" else backend(path, session_id)
+    return reader
 
 
 def load(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
-         impl: str = "model") -> LoadResult:
+         create: SessionFactory | None = None) -> LoadResult:
     """The load gate over a stored log (spec/07-persistence.md); commits nothing.
 
-    `impl` names the implementation whose seeding validates the whole log (sessionspec.testing.implementations).
+    The whole log (and its closers) is validated by seeding a session: the store's (`live`) by default; `create` is
+    another implementation's `Session.create` (the oracle passes the reference model's).
     """
-    return load_from(_reader(Path(path), session_id), str(path), catalog=_catalog(catalog), impl=impl)
+    return load_from(_reader(Path(path), session_id), str(path), catalog=_catalog(catalog), create=create)
 
 
-def load_from(reader: Reader, path: str, *, catalog: Catalog, impl: str) -> LoadResult:
+def load_from(reader: Reader, path: str, *, catalog: Catalog, create: SessionFactory | None) -> LoadResult:
     """The load gate over what an open reader reads (a stored log, or a repair's result before it is committed)."""
     upgrades: list[LegacyUpgrade] = []
     events: list[Event] = []
@@ -71,10 +103,11 @@ def load_from(reader: Reader, path: str, *, catalog: Catalog, impl: str) -> Load
         events.append(event)
         lines.append(line)
     recovered = 0
-    if isinstance(reader, ZstdReader) and reader.recovered_from is not None:
-        recovered = len(events) - reader.recovered_from
+    recovered_from = getattr(reader, "recovered_from", None)  # a zstd reader's torn final frame
+    if recovered_from is not None:
+        recovered = len(events) - recovered_from
     return finish_load(path, reader.format, reader.header, events, lines, reader.torn, upgrades, recovered=recovered,
-                       revision=reader.revision, impl=impl)
+                       revision=reader.revision, create=create)
 
 
 def stream(path: Path | str, *, catalog: Catalog | str | None = None,
@@ -89,7 +122,7 @@ def stream(path: Path | str, *, catalog: Catalog | str | None = None,
 
 
 def _writer_class(fmt: str) -> Any:
-    return {"jsonl": JsonlWriter, "jsonl.zstd": ZstdWriter, "sqlite": SqliteWriter}[fmt]
+    return _backend(fmt, writer=True)
 
 
 def save(path: Path | str, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (), *,
@@ -119,20 +152,20 @@ class Log:
 
 def _writer_for(result: LoadResult, path: Path, next_seq: int) -> Writer:
     if result.format == "sqlite":
-        return SqliteWriter(path, result.header["id"], next_seq)
+        return _writer_class("sqlite")(path, result.header["id"], next_seq)  # type: ignore[no-any-return]
     return _writer_class(result.format)(path, next_seq)  # type: ignore[no-any-return]
 
 
 def open_for_append(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
-                    impl: str = "model") -> Log:
+                    create: SessionFactory | None = None) -> Log:
     """Load (through the gate) and open for appending; a log that needs repair is repaired first."""
-    result = load(path, catalog=catalog, session_id=session_id, impl=impl)
-    result = repair(path, catalog=catalog, session_id=session_id, impl=impl, plan=result)
+    result = load(path, catalog=catalog, session_id=session_id, create=create)
+    result = repair(path, catalog=catalog, session_id=session_id, create=create, plan=result)
     return Log(Path(path), result.format, _writer_for(result, Path(path), len(result.events)))
 
 
 def repair(path: Path | str, *, catalog: Catalog | str | None = None, session_id: str | None = None,
-           impl: str = "model", plan: LoadResult | None = None) -> LoadResult:
+           create: SessionFactory | None = None, plan: LoadResult | None = None) -> LoadResult:
     """Commit what load found durably: cut the torn tail, append the closers; returns the repaired log, as verified.
 
     `plan` is a load of this log already made (and perhaps shown, as `sessionspec repair` does):
@@ -142,7 +175,7 @@ def repair(path: Path | str, *, catalog: Catalog | str | None = None, session_id
     """
     # SESSION-STORAGE-WRITE.6: a dead writer's temp file goes, whether or not the log itself needs anything.
     remove_stale_temps(Path(path))
-    result = plan if plan is not None else load(path, catalog=catalog, session_id=session_id, impl=impl)
+    result = plan if plan is not None else load(path, catalog=catalog, session_id=session_id, create=create)
     if not result.needs_repair:
         return result
     keep = len(result.events) - result.recovered
@@ -150,19 +183,19 @@ def repair(path: Path | str, *, catalog: Catalog | str | None = None, session_id
     chosen = _catalog(catalog)
 
     def verify(reader: Reader) -> LoadResult:
-        return verified(result, reader, catalog=chosen, impl=impl)
+        return verified(result, reader, catalog=chosen, create=create)
 
     return writer.commit_repair(result, verify)
 
 
-def verified(result: LoadResult, reader: Reader, *, catalog: Catalog, impl: str) -> LoadResult:
+def verified(result: LoadResult, reader: Reader, *, catalog: Catalog, create: SessionFactory | None) -> LoadResult:
     """SESSION-STORAGE-WRITE.5: `reader` reads a repair's result; it must load as the loaded events plus the closers.
 
     Equal events mean no record that loaded was removed, and nothing was added but the closers;
     no torn tail and no closers left mean the repair finished the job.
     """
     try:
-        after = load_from(reader, result.path, catalog=catalog, impl=impl)
+        after = load_from(reader, result.path, catalog=catalog, create=create)
     except SpecViolation as violation:
         raise SpecViolation(VERIFIED, Kind.INTERNAL, f"{result.path}: repair not written: its result does not load "
                             f"({violation.rule}: {violation.message})") from None

@@ -14,9 +14,9 @@ from itertools import pairwise
 from typing import Any, Final
 
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int, is_safe_int
 from sessionspec.rules import define
-from sessionspec.storage.losslessparse import dumps
 
 ROW_SHAPE = define("SESSION-CHUNK-ROWS.1", Kind.ENVELOPE, "a packed row has exactly the envelope and payload keys of its tag")
 ROW_RANGE = define("SESSION-CHUNK-ROWS.2", Kind.ENVELOPE, "seq0, time0 and every member's seq and time are safe integers")

@@ -14,17 +14,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sessionspec import live, model
+from sessionspec import live
 from sessionspec.catalog import DEFAULT_CATALOG, Catalog
 from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
 from sessionspec.legacy import LegacyUpgrade, Upgrader
+from sessionspec.live.fasttext import read_line
 from sessionspec.repair import closers as repair_closers
 from sessionspec.rules import define
 from sessionspec.storage.chunkrows import decode
-from sessionspec.storage.losslessparse import parse
 
 HEADER_LINE = define("SESSION-STORAGE-HEADER.1", Kind.HEADER, "a log starts with exactly one newline-terminated header record")
 HEADER_SHAPE = define("SESSION-STORAGE-HEADER.2", Kind.HEADER,
@@ -47,6 +47,10 @@ CLOSERS = define("SESSION-STORAGE-LOAD.2", Kind.INTERNAL,
 
 MAX_RECORD_BYTES = 64 << 20
 SUPPORTED_VERSION = 0
+
+
+SessionFactory = Callable[..., Any]
+"""An implementation's `Session.create(session_id, seed=None, header=None, *, clock=...)`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +90,11 @@ class LoadResult:
     def needs_repair(self) -> bool:
         return self.torn is not None or len(self.closers) > 0
 
-    def resume(self, **options: Any) -> Any:
-        """A model Session seeded with the log and its closers: seeding adds the end-seed marker."""
-        return model.Session.create(self.header["id"], seed=[*self.events, *self.closers], header=self.header, **options)
+    def resume(self, *, create: SessionFactory | None = None, **options: Any) -> Any:
+        """A session seeded with the log and its closers (seeding adds the end-seed marker): by default the store's
+        (`live`); `create` is another implementation's `Session.create` (the reference model's, for the oracle)."""
+        return (create or live.Session.create)(self.header["id"], seed=[*self.events, *self.closers], header=self.header,
+                                               **options)
 
 
 def located(violation: SpecViolation, path: str, *, line: int | None = None, seq: int | None = None) -> SpecViolation:
@@ -226,7 +232,7 @@ class Scanner:
     def _parse(self, raw: Any) -> Json:
         if len(raw) > MAX_RECORD_BYTES:
             raise SpecViolation(RECORD_SIZE, Kind.JSON, f"record of {len(raw)} bytes exceeds {MAX_RECORD_BYTES}")
-        return parse(raw)
+        return read_line(raw)
 
     def _corrupt(self, line: int | None) -> SpecViolation:
         assert self.pending is not None
@@ -287,8 +293,6 @@ def check_known(event: Event, catalog: Catalog, session_id: str, path: str, line
                      f"by a newer harness", line=line, seq=event.seq)
 
 
-IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {"model": model.Session.create, "live": live.Session.create}
-"""What validates a loaded log by seeding: the reference by default, `live` for speed on large logs."""
 
 
 def closers_for(events: list[Event]) -> list[Event]:
@@ -307,12 +311,13 @@ def finish_load(
     *,
     recovered: int = 0,
     revision: tuple[int, ...] = (),
-    impl: str = "model",
+    create: SessionFactory | None = None,
 ) -> LoadResult:
-    """Seed validation of the whole log (and its closers) by `impl`; no marker (SESSION-STORAGE-LOAD.1)."""
+    """Seed validation of the whole log (and its closers) by `create` (default: the store, `live`); no marker
+    (SESSION-STORAGE-LOAD.1). The oracle passes the reference model's `Session.create` to hold a log to the spec as code."""
     closers = closers_for(events)
     try:
-        session = IMPLEMENTATIONS[impl](header["id"], seed=[*events, *closers], header=header, clock=lambda: 0)
+        session = (create or live.Session.create)(header["id"], seed=[*events, *closers], header=header, clock=lambda: 0)
     except SpecViolation as violation:
         index = violation.index
         line = lines[index] if index is not None and index < len(lines) else None

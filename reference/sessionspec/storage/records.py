@@ -14,10 +14,10 @@ from typing import Any
 from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import HEADER_KEYS, validate_header
+from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import FrozenDict, Json, thaw
 from sessionspec.storage.chunkrows import check_storable, pack
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE, SEQ
-from sessionspec.storage.losslessparse import dumps
 
 
 def as_events(events: Iterable[Event | Json], first_seq: int) -> list[Event]:

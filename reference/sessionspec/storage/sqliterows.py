@@ -16,11 +16,12 @@ from typing import Any, Final
 import zstandard
 
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.jsontext import UTF8, dumps
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
+from sessionspec.live.fasttext import read_line
 from sessionspec.rules import define
 from sessionspec.storage.chunkrows import ROW_TAGS
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE
-from sessionspec.storage.losslessparse import UTF8, dumps, parse
 from sessionspec.storage.zstdlog import decode_blob
 
 VARINT = define("SESSION-SQLITE-ROW.1", Kind.ENVELOPE, "source_event_seqs is NULL or a canonical varint BLOB of safe seqs")
@@ -128,7 +129,7 @@ def _bind_data(value: Json) -> str | bytes:
 
 def _read_data(value: object, seq: object) -> Json:
     if isinstance(value, str):
-        return parse(value)
+        return read_line(value)
     if isinstance(value, bytes):
         try:
             # SESSION-STORAGE-RECORD.1: decoded no further than the bound, however small the BLOB.
@@ -137,7 +138,7 @@ def _read_data(value: object, seq: object) -> Json:
             raise SpecViolation(DATA, Kind.JSON, f"data BLOB at seq {seq} is not one complete zstd frame: {error}") from None
         if plain is None:
             raise SpecViolation(RECORD_SIZE, Kind.JSON, f"data BLOB at seq {seq} decodes to more than {MAX_RECORD_BYTES} bytes")
-        return parse(plain)
+        return read_line(plain)
     text(value, "data", seq if type(seq) is int else None)
     raise SpecViolation(DATA, Kind.JSON, f"data column at seq {seq} holds {type(value).__name__}, not TEXT or BLOB")
 
@@ -198,7 +199,7 @@ def read_row(row: tuple[Any, ...]) -> Json:
         op = text(op, "surface_op", seq)
         if not isinstance(op, str):
             raise SpecViolation(DATA, Kind.JSON, f"surface_op at seq {seq} is not TEXT")
-        record["surfaceOp"] = parse(op)
+        record["surfaceOp"] = read_line(op)
     if ignorable == 1:
         record["ignorable"] = True
     return record

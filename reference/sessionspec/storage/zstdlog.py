@@ -26,12 +26,13 @@ import zstandard
 
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
+from sessionspec.live.fasttext import read_line
 from sessionspec.rules import define
 from sessionspec.storage import gate
 from sessionspec.storage.formats import ZSTD_MAGIC
 from sessionspec.storage.gate import Scanner, TornTail, header_from_record, located, may_end_turn, refuse
-from sessionspec.storage.jsonl import FileReader, JsonlWriter
-from sessionspec.storage.losslessparse import parse
+from sessionspec.storage.jsonl import JsonlWriter
+from sessionspec.storage.jsonlread import FileReader
 
 FRAMES = define("SESSION-ZSTD-FRAMES.1", Kind.ENVELOPE, "the file is zstd frames; a bad magic number or reserved bit is corruption")
 FIRST_FRAME = define("SESSION-ZSTD-FRAMES.2", Kind.HEADER, "the first frame holds exactly the header line")
@@ -254,7 +255,7 @@ class ZstdReader(FileReader):
         if decoded.kept is None:
             raise refuse(gate.RECORD_SIZE, Kind.JSON, self._name, f"header record exceeds {gate.MAX_RECORD_BYTES} bytes", line=1)
         try:
-            value = parse(b"".join(decoded.kept)[:-1])
+            value = read_line(b"".join(decoded.kept)[:-1])
         except SpecViolation as violation:
             raise located(violation, self._name, line=1) from None
         self.scanner = Scanner(self._name, committed_end=first.end)

@@ -25,8 +25,8 @@ from typing import Any, Final
 
 import orjson
 
+from sessionspec.jsontext import dumps as lossless_dumps
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, thaw
-from sessionspec.storage.losslessparse import dumps as lossless_dumps
 from sessionspec.testing.builders import (
     CONFIG,
     assistant_message,

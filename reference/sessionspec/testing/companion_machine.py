@@ -14,13 +14,13 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from sessionspec.conformance.compare import differences
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.protocol import START_TIME, Answer
 from sessionspec.envelope import APPEND
 from sessionspec.invariants import Companion, replay
 from sessionspec.repair import closers, repaired
 from sessionspec.testing import implementations, loops, violations
+from sessionspec.wire.compare import differences
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.protocol import START_TIME, Answer
 
 
 def with_companion(factory: Callable[..., Any]) -> Callable[..., Any]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import icontract._checkers
 
-from sessionspec.conformance.resources import shipped
+from sessionspec.resources import shipped
 
 NO_COUNTEREXAMPLE = "no counterexample within the bound"
 CONFIRMED = "confirmed over all paths"
@@ -80,7 +80,7 @@ def available() -> bool:
 
 
 def default_directory() -> Path:
-    """`proofs/` of the checkout, else the copy the installed package carries (sessionspec.conformance.resources)."""
+    """`proofs/` of the checkout, else the copy the installed package carries (sessionspec.resources)."""
     return shipped("proofs")
 
 

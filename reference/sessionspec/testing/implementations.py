@@ -5,45 +5,66 @@ bug of `sessionspec.testing.planted` (the oracle's self-test); `planted:A+B+C` i
 the bugs A, B and C at once (their classes combined), which the runner must report as three
 families in one run. A name resolves to the implementation's `create`, whose signature is
 `model.Session.create`'s.
+
+Each is imported when it is named, not before: `sessionspec serve --impl live` loads the store
+alone, neither the reference model (and its contracts) nor the planted bugs.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import Any
-
-from sessionspec import live, model
-from sessionspec.testing.planted import PLANTED
+from typing import Any, Final
 
 SessionFactory = Callable[..., Any]
 """`create(session_id, seed=None, header=None, *, clock=..., validators=(), observers=())`."""
 
-FACTORIES: dict[str, SessionFactory] = {
-    "model": model.Session.create,
-    "live": live.Session.create,
-    **{f"planted:{name}": variant.create for name, variant in PLANTED.items()},
-}
+PLANTED_MODULE: Final = "sessionspec.testing.planted"
+BUILT_IN: Final = {"model": "sessionspec.model", "live": "sessionspec.live"}
+"""Each built-in implementation's module; its `Session.create` is the factory."""
+
+
+def _planted() -> dict[str, Any]:
+    planted: dict[str, Any] = importlib.import_module(PLANTED_MODULE).PLANTED
+    return planted
 
 
 def names() -> list[str]:
-    return sorted(FACTORIES)
+    return sorted([*BUILT_IN, *(f"planted:{name}" for name in _planted())])
+
+
+def known(name: str) -> bool:
+    """Whether `name` names an implementation (a combination `planted:A+B` included)."""
+    try:
+        factory(name)
+    except KeyError:
+        return False
+    return True
 
 
 def factory(name: str) -> SessionFactory:
     """The `create` function of the named implementation."""
-    found = FACTORIES.get(name)
-    if found is None and name.startswith("planted:") and "+" in name:
-        found = _combined(name.removeprefix("planted:").split("+"))
-    if found is None:
-        raise KeyError(f"unknown implementation {name!r}; known: {', '.join(names())}, and planted:A+B for several")
-    return found
+    module = BUILT_IN.get(name)
+    if module is not None:
+        create: SessionFactory = importlib.import_module(module).Session.create
+        return create
+    if name.startswith("planted:"):
+        bugs = name.removeprefix("planted:").split("+")
+        planted = _planted()
+        if len(bugs) == 1 and bugs[0] in planted:
+            single: SessionFactory = planted[bugs[0]].create
+            return single
+        found = _combined(planted, bugs) if len(bugs) > 1 else None
+        if found is not None:
+            return found
+    raise KeyError(f"unknown implementation {name!r}; known: {', '.join(names())}, and planted:A+B for several")
 
 
-def _combined(bugs: list[str]) -> SessionFactory | None:
+def _combined(planted: dict[str, Any], bugs: list[str]) -> SessionFactory | None:
     """One store with several planted bugs: their classes combined in the order named (None if one is unknown)."""
-    if not all(bug in PLANTED for bug in bugs) or len(set(bugs)) != len(bugs):
+    if not all(bug in planted for bug in bugs) or len(set(bugs)) != len(bugs):
         return None
-    variant: Any = type(f"Planted[{'+'.join(bugs)}]", tuple(PLANTED[bug] for bug in bugs),
+    variant: Any = type(f"Planted[{'+'.join(bugs)}]", tuple(planted[bug] for bug in bugs),
                         {"__slots__": (), "__module__": __name__})
     create: SessionFactory = variant.create
     return create

@@ -3,7 +3,7 @@
 In the style of Hypothesis's `DatabaseComparison` example: one module-level class, the
 implementation under test a class attribute (`LiveMachine`, `ModelMachine`, `machine_for(name)`
 for a planted bug). Every rule builds one request in the protocol's shape, runs it through the
-one executor (`sessionspec.conformance.executor`) on the model and on the implementation, with
+one executor (`sessionspec.wire.executor`) on the model and on the implementation, with
 one clock reading (`x-time`) for both, and requires the same answer: the same event, or a
 rejection with the same rule and kind that left both sessions exactly as they were. After every
 step the invariants compare the two sessions and hold the implementation to what a fresh session
@@ -25,16 +25,16 @@ from hypothesis.control import current_build_context
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from sessionspec.catalog import END_SEED, SURFACE_TYPES
-from sessionspec.conformance.compare import differences
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.immutability import MUTATIONS, attempt_mutation
-from sessionspec.conformance.protocol import START_TIME, Answer
-from sessionspec.conformance.trace import Trace, write_trace
 from sessionspec.jsonvalue import thaw
 from sessionspec.requestheader import fold_request_header
 from sessionspec.testing import implementations, invalid, loops, near_misses
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.machine_logs import LogRules, where
+from sessionspec.wire.compare import differences
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.immutability import MUTATIONS, attempt_mutation
+from sessionspec.wire.protocol import START_TIME, Answer
+from sessionspec.wire.trace import Trace, write_trace
 
 HEADERS = st.sampled_from([None, {"version": 0, "createdAt": 1, "cwd": "/w"}])
 

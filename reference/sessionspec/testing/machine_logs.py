@@ -180,7 +180,7 @@ class LogRules(RuleBasedStateMachine):
             path = Path(tmp) / backend
             storage.save(path, session.header, session.events)
             try:
-                loaded = storage.load(path, impl="live")
+                loaded = storage.load(path)
             except SpecViolation as refusal:
                 unknown = [e["type"] for e in self.events if not DEFAULT_CATALOG.knows(e["type"])]
                 assert refusal.rule == "SESSION-UNKNOWN-EVENT-GATE.1" and unknown, f"{backend}: load refused {refusal}"
@@ -194,7 +194,7 @@ class LogRules(RuleBasedStateMachine):
             if backend != "log.jsonl":
                 return
             storage.save(Path(tmp) / "log.sqlite", loaded.header, loaded.events)
-            via = storage.load(Path(tmp) / "log.sqlite", impl="live")
+            via = storage.load(Path(tmp) / "log.sqlite")
             storage.save(Path(tmp) / "back.jsonl", via.header, via.events)
-            back = storage.load(Path(tmp) / "back.jsonl", impl="live")
+            back = storage.load(Path(tmp) / "back.jsonl")
             assert _events_json(back.events) == self.events, "JSONL -> SQLite -> JSONL changed the events"

@@ -1,7 +1,7 @@
 """The conformance machine: the reference model as oracle, a testee process as the implementation under test.
 
 `sessionspec.testing.machine` drives in-process implementations; this one speaks SCP v0 through an
-`Exchange` (`sessionspec.conformance.exchange`): each rule sends requests to the reference and to
+`Exchange` (`sessionspec.wire.exchange`): each rule sends requests to the reference and to
 the testee, and a snapshot after every step is compared too. Requests are pipelined; the answers
 of an example are compared when it ends. A divergence of a new family fails the example,
 Hypothesis shrinks it, and the runner (`sessionspec.conformance.runner`) records it and searches
@@ -38,12 +38,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from sessionspec.catalog import TOOL_RESULT
-from sessionspec.conformance.exchange import Exchange
-from sessionspec.conformance.protocol import Answer
 from sessionspec.testing import breaking, invalid, loops
 from sessionspec.testing import choose as generate
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.choose import Choose
+from sessionspec.wire.exchange import Exchange
+from sessionspec.wire.protocol import Answer
 
 HEADERS = st.sampled_from([None, {"version": 0, "createdAt": 1, "cwd": "/w"}])
 SEED = st.integers(0, 2**32 - 1)

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec import model
-from sessionspec.conformance import trace as traces
 from sessionspec.jsonvalue import Json, thaw
 from sessionspec.testing import implementations as impls
 from sessionspec.testing.explore.alphabet import Request
 from sessionspec.testing.explore.report import Violation
 from sessionspec.testing.explore.sessions import NestedAppend, append, create
+from sessionspec.wire import trace as traces
 
 
 def to_trace(violation: Violation, impl: str) -> traces.Trace:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sessionspec.conformance.client import Connection
-from sessionspec.conformance.protocol import Answer
 from sessionspec.envelope import Event, Replace, parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenList, snapshot, thaw
 from sessionspec.surface import Surface
+from sessionspec.wire.client import Connection
+from sessionspec.wire.protocol import Answer
 
 
 def _violation(answer: Answer) -> SpecViolation:

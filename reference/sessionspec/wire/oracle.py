@@ -50,8 +50,6 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from sessionspec import model
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.protocol import Answer, dumps, line_error, loads
 from sessionspec.envelope import Event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import header_to_json
@@ -59,6 +57,8 @@ from sessionspec.jsonvalue import FrozenDict, FrozenList, thaw
 from sessionspec.requestheader import fold_request_context, fold_request_header
 from sessionspec.surface import Plan, ReplacePlan, Surface, apply, plan
 from sessionspec.views import project_all, transcript
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.protocol import Answer, dumps, line_error, loads
 
 T = TypeVar("T")
 REMEMBERED: Final = (50_000, 64 << 20)

@@ -1,4 +1,4 @@
-"""The testee: SCP v0 over stdin/stdout for any implementation `sessionspec.testing.implementations` names.
+"""The testee loop: SCP v0 over stdin/stdout for an executor over any implementation (the caller chooses which).
 
 Exactly one answer per request line, in order, flushed at once; EOF ends it. Nothing a line
 holds can end the loop early or go unanswered: a line that is not JSON, nested 100,000 deep, over
@@ -11,18 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
-from sessionspec.conformance.executor import Executor
-from sessionspec.conformance.protocol import LINE_BOUND, MAX_LINE_BYTES, dumps, error_answer, line_error, loads
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.testing import implementations
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.protocol import LINE_BOUND, MAX_LINE_BYTES, dumps, error_answer, line_error, loads
 
 OVERLONG: Final = b"\x00overlong"
 """What `lines` yields for a line over the bound: its bytes were read and dropped, never held."""
-
-
-def testee_for(name: str) -> Executor:
-    """The protocol over the named implementation (`model`, `live`, `planted:NAME`)."""
-    return Executor(implementations.factory(name), name)
 
 
 def answer_line(executor: Executor, line: bytes) -> bytes:

@@ -8,7 +8,7 @@ or named by the failure list) ends the example's talk with the testee quietly, s
 on for new families; a new family is raised, for Hypothesis to shrink.
 
 The reference is `oracle.ReferenceExecutor`: `model.Session`'s answers without its self-checks,
-each remembered by the path of lines that led to it (see `sessionspec.conformance.oracle` for why
+each remembered by the path of lines that led to it (see `sessionspec.wire.oracle` for why
 that is the same reference). An answer line that is byte for byte the reference's answer as the
 protocol writes it agrees with it (the same text is the same JSON value); only other lines are
 parsed and compared field by field (`compare.differences`), so a testee that answers exactly, as
@@ -24,11 +24,11 @@ from typing import Any, Final
 
 import orjson
 
-from sessionspec.conformance.client import Connection, TesteeFailure, parse_answer
-from sessionspec.conformance.compare import differences, op_of, skipped, unchecked
-from sessionspec.conformance.divergence import Divergence, divergence
-from sessionspec.conformance.oracle import ReferenceExecutor
-from sessionspec.conformance.protocol import Answer, dumps
+from sessionspec.wire.client import Connection, TesteeFailure, parse_answer
+from sessionspec.wire.compare import differences, op_of, skipped, unchecked
+from sessionspec.wire.divergence import Divergence, divergence
+from sessionspec.wire.oracle import ReferenceExecutor
+from sessionspec.wire.protocol import Answer, dumps
 
 WINDOW: Final = 256
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-PACKAGE: Final = Path(__file__).resolve().parents[1]
+PACKAGE: Final = Path(__file__).resolve().parent
 CHECKOUT: Final = PACKAGE.parents[1]
 """The repository a source tree of the package sits in (reference/sessionspec -> the top)."""
 IN_CHECKOUT: Final = {"vectors": CHECKOUT / "spec" / "vectors", "schema": CHECKOUT / "spec" / "schema",

@@ -3,7 +3,7 @@
 The protocol is the one thing another implementation codes against, so it is small and closed:
 a JSON object per line, an `op` naming one of six operations, and an answer that is either
 `{"ok": true, ...}` or `{"ok": false, "error": {kind, message, rule}}`. What a request *does* is
-`sessionspec.conformance.executor`'s, the one place every side (the testee process, the machines,
+`sessionspec.wire.executor`'s, the one place every side (the testee process, the machines,
 replay, the vectors) runs it.
 
 Request lines are JSON text, read by the same lossless reader as stored logs (SESSION-LOSSLESS-TEXT):
@@ -19,9 +19,9 @@ from typing import Any, Final
 import orjson
 
 from sessionspec.errors import Kind, SpecViolation
-from sessionspec.logcheck.reader import parse_line
+from sessionspec.jsontext import dumps as lossless_dumps
+from sessionspec.live.fasttext import read_line
 from sessionspec.rules import define
-from sessionspec.storage.losslessparse import dumps as lossless_dumps
 
 PROTOCOL_VERSION: Final = 0
 START_TIME: Final = 1_700_000_000_000
@@ -70,7 +70,7 @@ def loads(line: bytes) -> Any:
     # SESSION-CONFORMANCE-PROTOCOL.7: a line is bounded, so one request cannot take a testee's memory.
     if len(line) > MAX_LINE_BYTES:
         raise SpecViolation(LINE_BOUND, K.JSON, f"request line of {len(line):,} bytes is over {MAX_LINE_BYTES:,}")
-    return parse_line(line)
+    return read_line(line)
 
 
 def dumps(answer: Answer) -> bytes:

@@ -19,8 +19,8 @@ from typing import Any, Final
 
 import orjson
 
-from sessionspec.conformance.protocol import OPTIONAL_OPS, Answer
 from sessionspec.jsonvalue import json_equal
+from sessionspec.wire.protocol import OPTIONAL_OPS, Answer
 
 OPTIONAL_FIELDS: Final = frozenset({"seq", "header", "transcript", "requestHeader", "requestContext"})
 """Snapshot fields added after SCP v0 was fixed: compared when the testee carries them."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from sessionspec.conformance.protocol import dumps
+from sessionspec.wire.protocol import dumps
 
 FORMAT: Final = "sessionspec-trace/2"
 SOURCES: Final = ("conform", "machine", "explore", "vector", "replay")

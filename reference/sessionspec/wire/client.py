@@ -33,9 +33,9 @@ from typing import IO, Any, Final
 
 import orjson
 
-from sessionspec.conformance.protocol import MAX_LINE_BYTES, Answer, dumps
 from sessionspec.errors import SpecViolation
-from sessionspec.storage.losslessparse import parse
+from sessionspec.jsontext import parse
+from sessionspec.wire.protocol import MAX_LINE_BYTES, Answer, dumps
 
 STDERR_TAIL: Final = 4096
 BATCH: Final = 32

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessionspec.conformance.protocol import Answer
+from sessionspec.wire.protocol import Answer
 
 _FIELD = re.compile(r"^(x-reentrant: )?([\w-]+): expected")
 

@@ -18,9 +18,16 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sessionspec import __version__
-from sessionspec.conformance.immutability import attempt_mutation, mutate_everywhere
-from sessionspec.conformance.protocol import (
+from sessionspec.envelope import parse_event
+from sessionspec.errors import Kind, SpecViolation
+from sessionspec.header import header_to_json
+from sessionspec.jsonvalue import is_safe_int, thaw
+from sessionspec.repair import closers
+from sessionspec.rules import check, fail
+from sessionspec.surface import fold
+from sessionspec.version import __version__
+from sessionspec.wire.immutability import attempt_mutation, mutate_everywhere
+from sessionspec.wire.protocol import (
     CREATE_SHAPE,
     EVENT_LIST,
     EXTENSION,
@@ -37,14 +44,7 @@ from sessionspec.conformance.protocol import (
     Answer,
     error_answer,
 )
-from sessionspec.conformance.trace import untag
-from sessionspec.envelope import parse_event
-from sessionspec.errors import Kind, SpecViolation
-from sessionspec.header import header_to_json
-from sessionspec.jsonvalue import is_safe_int, thaw
-from sessionspec.repair import closers
-from sessionspec.rules import check, fail
-from sessionspec.surface import fold
+from sessionspec.wire.trace import untag
 
 Factory = Callable[..., Any]
 """An implementation's `create(session_id, seed, header, *, clock, validators, observers)`."""
