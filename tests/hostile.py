@@ -213,7 +213,7 @@ def _record_class(name: str, seq: int) -> tuple[bytes, str]:
         "seq-gap": ({**event, "seq": seq + 1}, "SESSION-STORAGE-SEQ.1"),
         "seq-repeat": ({**event, "seq": seq - 1}, "SESSION-STORAGE-SEQ.1"),
         "type-object": ({**event, "type": {"a": 1}}, "SESSION-EVENT-ENVELOPE.2"),
-        "type-empty": ({**event, "type": ""}, "SESSION-EVENT-ENVELOPE.2"),
+        "type-empty": ({**event, "type": ""}, "SESSION-EVENT-ENVELOPE.8"),
         "unknown-type": ({k: v for k, v in event.items() if k != "ignorable"}, "SESSION-UNKNOWN-EVENT-GATE.1"),
         "retired-type": ({**event, "type": "mode/set", "ignorable": None}, "SESSION-"),
         "ignorable-false": ({**event, "ignorable": False}, "SESSION-EVENT-ENVELOPE.6"),
@@ -227,7 +227,7 @@ def _record_class(name: str, seq: int) -> tuple[bytes, str]:
                                  "SESSION-CHUNK-ROWS.8"),
         "row-seq-unsafe": ({**row, "seq0": 2**53 - 2}, "SESSION-CHUNK-ROWS.2"),
         "misspelt-message": ({"type": "assistant/message", "seq": seq, "time": 0, "surfaceOp": "append",
-                              "data": {"turn": 2, "step": 1, "mesage": {"id": "x"}}}, "SESSION-MESSAGE-SHAPE.1"),
+                              "data": {"turn": 2, "step": 1, "mesage": {"id": "x"}}}, "SESSION-MESSAGE-SHAPE.9"),
     }
     value, rule = cases[name]
     if name == "retired-type":

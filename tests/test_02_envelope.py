@@ -65,12 +65,14 @@ def test_envelope_unknown_key_is_rejected_in_seed_and_request(create: SessionFac
     rejects(session, "SESSION-EVENT-ENVELOPE.1", lambda: session.append_request({"type": "x/y", "data": {}, "intent": {}}))
 
 
-@pytest.mark.parametrize("bad", ["", None, 1, True, ["turn/start"]])
-def test_type_must_be_a_non_empty_string(create: SessionFactory, bad: Any) -> None:
+@pytest.mark.parametrize(("bad", "rule"), [("", "SESSION-EVENT-ENVELOPE.8"), (None, "SESSION-EVENT-ENVELOPE.2"),
+                                           (1, "SESSION-EVENT-ENVELOPE.2"), (True, "SESSION-EVENT-ENVELOPE.2"),
+                                           (["turn/start"], "SESSION-EVENT-ENVELOPE.2")])
+def test_type_must_be_a_string_and_not_empty(create: SessionFactory, bad: Any, rule: str) -> None:
     session = new_session(create)
-    rejects(session, "SESSION-EVENT-ENVELOPE.2", lambda: session.append(bad, {}))
-    rejects(session, "SESSION-EVENT-ENVELOPE.2", lambda: session.append_request({"type": bad, "data": {}}))
-    seed_rejects(create, [envelope(bad, 0, {})], "SESSION-EVENT-ENVELOPE.2", 0)
+    rejects(session, rule, lambda: session.append(bad, {}))
+    rejects(session, rule, lambda: session.append_request({"type": bad, "data": {}}))
+    seed_rejects(create, [envelope(bad, 0, {})], rule, 0)
     seed_rejects(create, [{"seq": 0, "time": 0, "data": {}}], "SESSION-EVENT-ENVELOPE.2", 0)
 
 
@@ -161,13 +163,17 @@ def test_retired_types_are_refused(create: SessionFactory, retired: str) -> None
 
 
 SHAPE_CASES = [
-    ("user/message", None, "SESSION-MESSAGE-SHAPE.1"),
+    ("user/message", None, "SESSION-MESSAGE-SHAPE.9"),
+    ("user/message", "hi", "SESSION-MESSAGE-SHAPE.9"),
     ("user/message", with_change(user_message(), ["id"], REMOVED), "SESSION-MESSAGE-SHAPE.1"),
     ("user/message", with_change(user_message(), ["id"], ""), "SESSION-MESSAGE-SHAPE.1"),
     ("user/message", with_change(user_message(), ["id"], 3), "SESSION-MESSAGE-SHAPE.1"),
-    ("assistant/message", {"turn": 1}, "SESSION-MESSAGE-SHAPE.1"),
-    ("assistant/message", {"turn": 1, "message": None}, "SESSION-MESSAGE-SHAPE.1"),
-    ("tool/result", {"message": "text"}, "SESSION-MESSAGE-SHAPE.1"),
+    ("assistant/message", {"turn": 1}, "SESSION-MESSAGE-SHAPE.9"),
+    ("assistant/message", {"turn": 1, "message": None}, "SESSION-MESSAGE-SHAPE.9"),
+    ("assistant/message", [], "SESSION-MESSAGE-SHAPE.9"),
+    ("tool/result", {"message": "text"}, "SESSION-MESSAGE-SHAPE.9"),
+    ("tool/result", {"turn": 1}, "SESSION-MESSAGE-SHAPE.9"),
+    ("assistant/message", with_change(assistant_message(), ["message", "id"], REMOVED), "SESSION-MESSAGE-SHAPE.1"),
     ("user/message", with_change(user_message(), ["role"], "assistant"), "SESSION-MESSAGE-SHAPE.2"),
     ("user/message", with_change(user_message(), ["role"], REMOVED), "SESSION-MESSAGE-SHAPE.2"),
     ("assistant/message", with_change(assistant_message(), ["message", "role"], "user"), "SESSION-MESSAGE-SHAPE.2"),
@@ -302,7 +308,7 @@ HEADER_RULES = [
     (base_header(cwd="relative/dir"), "SESSION-FORMAT-HEADER.5"),
     (base_header(cwd="C:\\work"), "SESSION-FORMAT-HEADER.5"),
     (base_header(cwd=None), "SESSION-FORMAT-HEADER.5"),
-    (base_header(parentSession=""), "SESSION-FORMAT-HEADER.6"),
+    (base_header(parentSession=""), "SESSION-FORMAT-HEADER.12"),
     (base_header(parentSession=3), "SESSION-FORMAT-HEADER.6"),
     (base_header(seedLength=-1), "SESSION-FORMAT-HEADER.7"),
     (base_header(seedLength="3"), "SESSION-FORMAT-HEADER.7"),

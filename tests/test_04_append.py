@@ -244,7 +244,7 @@ def test_ignorable_only_on_log_only_events(create: SessionFactory) -> None:
 def test_append_rejects_what_a_seed_rejects(create: SessionFactory) -> None:
     """SESSION-APPEND-COMMIT.6 (decision 1): a malformed message never commits."""
     session = started(create)
-    error = rejects(session, "SESSION-MESSAGE-SHAPE.1",
+    error = rejects(session, "SESSION-MESSAGE-SHAPE.9",
                     lambda: session.append("assistant/message", {"turn": 1}, surface_op="append"))
     assert "SESSION-APPEND-COMMIT.6" in RULES
     assert error.seq == 2
@@ -263,8 +263,10 @@ def test_append_rejects_what_a_seed_rejects(create: SessionFactory) -> None:
 
 
 ORDER = [
-    # (request, rule): each request breaks two rules; the one earlier in spec/04's order is reported.
+    # (request, rule): each request breaks two rules; the one earlier in spec/04's order is reported
+    # (SESSION-APPEND-COMMIT.7, a recommended rule: at the required level either kind matches).
     ({"type": "", "data": {}, "extra": 1}, "SESSION-EVENT-ENVELOPE.1"),
+    ({"type": "", "data": {}, "surfaceOp": "prepend"}, "SESSION-EVENT-ENVELOPE.8"),
     ({"type": "session/end-seed", "ignorable": False}, "SESSION-EVENT-ENVELOPE.5"),
     ({"type": "", "data": {}, "ignorable": "x"}, "SESSION-EVENT-ENVELOPE.6"),
     ({"type": 3, "data": {"n": (1,)}}, "SESSION-EVENT-ENVELOPE.2"),
@@ -277,7 +279,7 @@ ORDER = [
     ({"type": "user/message", "data": None, "surfaceOp": "bad"}, "SESSION-SURFACE-PROJECTION.4"),
     ({"type": "user/message", "data": None, "surfaceOp": "append", "sourceEventSeqs": [9]},
      "SESSION-SURFACE-PROVENANCE.5"),
-    ({"type": "user/message", "data": None, "surfaceOp": replace_op(9, 9)}, "SESSION-MESSAGE-SHAPE.1"),
+    ({"type": "user/message", "data": None, "surfaceOp": replace_op(9, 9)}, "SESSION-MESSAGE-SHAPE.9"),
     ({"type": "user/message", "data": user_message("u2"), "surfaceOp": replace_op(9, 9)}, "SESSION-SURFACE-REPLACE.1"),
     # Node 1 is a user message: a tool-result rewrite of it breaks TOOL-RESULT.2 too, checked after coverage.
     ({"type": "tool/result", "data": tool_result(), "surfaceOp": replace_op(1, 1)}, "SESSION-SURFACE-PROVENANCE.6"),

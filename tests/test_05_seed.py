@@ -146,9 +146,13 @@ def test_contiguity_is_checked_after_the_envelope_and_before_content(create: Ses
 
 
 def test_header_is_validated_before_the_seed(create: SessionFactory) -> None:
+    """SESSION-SEED-ACCEPTANCE.5: the first failing check in spec/05's order is reported (a recommended rule)."""
     with pytest.raises(SpecViolation) as info:
         create("s", seed=[ev("turn/start", 9)], header={"version": 1, "id": "s", "createdAt": 0})
     assert info.value.rule == "SESSION-FORMAT-HEADER.2"
+    with pytest.raises(SpecViolation) as info:
+        create("s", seed=[ev("turn/start", 0), ev("turn/end", 2)], header={"version": 0, "id": "s", "createdAt": -1})
+    assert info.value.rule == "SESSION-FORMAT-HEADER.4"
 
 
 def test_seeded_values_are_frozen_and_thaw_to_the_seed(create: SessionFactory) -> None:

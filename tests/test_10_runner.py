@@ -22,8 +22,8 @@ from sessionspec.wire.exchange import DivergenceFound
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
-THREE = "planted:ignorable-dropped+double-marker+stale-derived-cache"
-"""Three independent deviations in one store: each a family of its own."""
+THREE = "planted:off-by-one-splice+double-marker+stale-derived-cache"
+"""Three independent deviations from required rules in one store: each a family of its own."""
 
 # Answers hello, then behaves as told on every other request.
 SCRIPTED = """
@@ -101,6 +101,7 @@ def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_
     machine = [d for d in report["divergences"] if d["source"] == "machine"]
     families = {d["family"] for d in machine}
     assert len(families) == len(machine) >= 3, families
+    assert {d["level"] for d in report["divergences"]} == {"required"}
     # At most 4 requests where the family allows it; a stale derived cache needs 5: create, append, a derive that
     # fills the cache, the replace that should empty it, and the snapshot that shows it did not.
     assert all(len(d["trace"]) <= (5 if d["op"] == "snapshot" else 4) for d in machine), [

@@ -178,14 +178,14 @@ def test_nesting_of_100000_levels_is_shown(tmp_path: Path) -> None:
 
 
 def test_a_misspelt_message_key_is_named_not_raised(tmp_path: Path) -> None:
-    """Finding 4: where `check` names SESSION-MESSAGE-SHAPE.1, so does `show` (it raised KeyError)."""
+    """Finding 4: where `check` names SESSION-MESSAGE-SHAPE.9 (no message object), so does `show` (it raised KeyError)."""
     events = agent_log(1)[0]
     events[7]["data"]["mesage"] = events[7]["data"].pop("message")
     path = write_events(tmp_path / "misspelt.jsonl", events)
-    assert "SESSION-MESSAGE-SHAPE.1" in run_cli("check", str(path)).out
+    assert "SESSION-MESSAGE-SHAPE.9" in run_cli("check", str(path)).out
     for view in ("messages", "surface", "log"):
         ran = run_cli("show", str(path), "--view", view, "--format", "text")
-        assert ran.traceback is None and ran.code == 1 and "SESSION-MESSAGE-SHAPE.1" in ran.err, (view, ran)
+        assert ran.traceback is None and ran.code == 1 and "SESSION-MESSAGE-SHAPE.9" in ran.err, (view, ran)
 
 
 def test_a_newer_format_and_a_foreign_database_cannot_be_read(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def undeclared(form: FastForm) -> set[str]:
 
 
 def test_the_rule_scan_reads_calls_constants_and_passed_functions() -> None:
-    assert raised_rules(shapes.check_message_shape) == set(rule_ids("SESSION-MESSAGE-SHAPE", 1, 8))
+    assert raised_rules(shapes.check_message_shape) == set(rule_ids("SESSION-MESSAGE-SHAPE", 1, 9))
     assert raised_rules(decode) == {*rule_ids("SESSION-CHUNK-ROWS", 1, 5), "SESSION-CHUNK-ROWS.8"}  # constants named ROW_*
     assert raised_rules(parse) == set(rule_ids("SESSION-LOSSLESS-TEXT", 1, 6))  # hooks passed to json.loads
     assert set(rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5)) <= raised_rules(build_event)  # through parse_sources
@@ -109,12 +109,12 @@ def test_the_rule_scan_reads_calls_constants_and_passed_functions() -> None:
 
 def _reference_with_a_new_rule(event: Event) -> None:
     shapes.check_message_shape(event)
-    check(event.data is not None, "SESSION-MESSAGE-SHAPE.9", "a rule added to the reference")
+    check(event.data is not None, "SESSION-MESSAGE-SHAPE.10", "a rule added to the reference")
 
 
 def test_a_rule_added_to_the_reference_and_not_to_the_fast_form_is_found() -> None:
-    form = FastForm(message_shape_holds, (_reference_with_a_new_rule,), rule_ids("SESSION-MESSAGE-SHAPE", 1, 8), ())
-    assert undeclared(form) == {"SESSION-MESSAGE-SHAPE.9"}
+    form = FastForm(message_shape_holds, (_reference_with_a_new_rule,), rule_ids("SESSION-MESSAGE-SHAPE", 1, 9), ())
+    assert undeclared(form) == {"SESSION-MESSAGE-SHAPE.10"}
 
 
 @pytest.mark.parametrize("form", FAST_FORMS, ids=lambda form: form.fast.__name__)

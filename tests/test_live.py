@@ -201,7 +201,7 @@ BAD_APPENDS: dict[str, tuple[str, dict[str, Any]]] = {
     "str subclass key": ("SESSION-LOSSLESS-JSON.5", {"type": "turn/start", "data": {Key("k"): 1}}),
     "cycle": ("SESSION-LOSSLESS-JSON.6", {"type": "turn/start", "data": {"x": _cycle()}}),
     "end-seed": ("SESSION-APPEND-COMMIT.5", {"type": "session/end-seed", "data": {}}),
-    "empty type": ("SESSION-EVENT-ENVELOPE.2", {"type": "", "data": {}}),
+    "empty type": ("SESSION-EVENT-ENVELOPE.8", {"type": "", "data": {}}),
     "ignorable surface": ("SESSION-EVENT-ENVELOPE.7",
                           {"type": "user/message", "data": user_message("x"), "surface_op": "append",
                            "ignorable": True}),

@@ -166,3 +166,50 @@ def test_every_id_the_code_names_is_registered() -> None:
 def test_every_spec_rule_is_broken_in_tests() -> None:
     missing = sorted(set(spec_rule_lines()) - cited_in_tests())
     assert not missing, f"spec rules no test names: {missing}"
+
+
+LEVEL_TAG = re.compile(r" \*Level: (required|recommended)(?:, (required|recommended) on append)?\* — (.+)\.$")
+
+
+@cache
+def spec_rule_text() -> dict[str, str]:
+    """Rule ID -> its whole rule line in spec/."""
+    found: dict[str, str] = {}
+    for path in sorted(SPEC.glob("*.md")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            match = RULE_LINE.match(line)
+            if match:
+                found[match.group(1)] = line
+    return found
+
+
+def test_every_rule_has_a_level_and_a_ground_in_the_registry_and_the_same_in_the_prose() -> None:
+    """Issue 22: each rule says whether the seeds state it (cited) or this spec decided it (why), in code and prose."""
+    import_every_module()
+    wrong = []
+    for rule_id, rule in sorted(RULES.items()):
+        ground = rule.ground
+        cited = ground.why.startswith(("seed ", "the upstream", "self-refusal", "RFC ", "the protocol"))
+        decided = ground.why.startswith("decision")
+        if not (cited if ground.level.value == "required" else decided):
+            wrong.append(f"{rule_id}: a {ground.level.value} rule's ground must "
+                         f"{'cite a seed or the upstream' if ground.level.value == 'required' else 'name the decision'}")
+        match = LEVEL_TAG.search(spec_rule_text().get(rule_id, ""))
+        if match is None:
+            wrong.append(f"{rule_id}: its rule line has no '*Level: ...* — ground.' at its end")
+            continue
+        on_append = ground.on_append.value if ground.on_append is not None else None
+        if (match.group(1), match.group(2), match.group(3)) != (ground.level.value, on_append, ground.why):
+            wrong.append(f"{rule_id}: the prose says {match.group(1)}/{match.group(2)}, the registry "
+                         f"{ground.level.value}/{on_append}, or their grounds differ")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_recommended_rule_and_a_rule_recommended_on_append_are_each_enforced_by_some_level() -> None:
+    """The levels mean something: there are rules of both, and a rule's level for an op is well defined."""
+    import_every_module()
+    levels = {rule.ground.at(op).value for rule in RULES.values() for op in ("append", "create", "fold")}
+    assert levels == {"required", "recommended"}
+    assert RULES["SESSION-MESSAGE-SHAPE.2"].ground.at("append").value == "recommended"
+    assert RULES["SESSION-MESSAGE-SHAPE.2"].ground.at("create").value == "required"
+    assert RULES["SESSION-MESSAGE-SHAPE.9"].ground.at("append").value == "required"

@@ -142,9 +142,11 @@ class Event(_Immutable):
 
 
 def check_type(event_type: object, *, seq: int | None = None, index: int | None = None) -> None:
-    # SESSION-EVENT-ENVELOPE.2: the type discriminates the union; a missing or empty one names nothing.
-    check(type(event_type) is str and event_type != "", "SESSION-EVENT-ENVELOPE.2",
-          f"event type must be a non-empty string, got {event_type!r}", seq=seq, index=index)
+    # SESSION-EVENT-ENVELOPE.2: the type discriminates the union; a missing one, or one that is not a string, names nothing.
+    check(type(event_type) is str, "SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {event_type!r}",
+          seq=seq, index=index)
+    # SESSION-EVENT-ENVELOPE.8: nor does the empty string (decision: the upstream core accepts it).
+    check(event_type != "", "SESSION-EVENT-ENVELOPE.8", "event type must not be empty", seq=seq, index=index)
 
 
 def parse_surface_op(event_type: str, raw: Json, *, seq: int | None = None, index: int | None = None) -> SurfaceOp:

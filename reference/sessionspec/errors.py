@@ -80,8 +80,9 @@ class SpecViolation(ValueError):
         )
 
     def to_json(self) -> dict[str, object]:
-        """The protocol's error object, plus the rule and location for people and runners."""
-        out: dict[str, object] = {"kind": self.kind.value, "message": str(self), "rule": self.rule}
+        """The protocol's error object: the kind, the message for people, and the rule and location each in its own field
+        (the message does not repeat them)."""
+        out: dict[str, object] = {"kind": self.kind.value, "message": self.message, "rule": self.rule}
         if self.seq is not None:
             out["seq"] = self.seq
         if self.index is not None:

@@ -52,9 +52,11 @@ def validate_header(raw: Json, session_id: str) -> FrozenDict:
         # .5 The working directory is absolute (POSIX form on every host, so validity is not platform dependent).
         check(type(cwd) is str and cwd.startswith("/"), "SESSION-FORMAT-HEADER.5",
               f"session header cwd must be an absolute path, got {cwd!r}")
-    # .6 The parent of a fork is a session id.
-    check("parentSession" not in header or is_nonempty_str(header["parentSession"]), "SESSION-FORMAT-HEADER.6",
-          "session header parentSession must be a non-empty string")
+    # .6 The parent of a fork is a session id ...
+    check("parentSession" not in header or type(header["parentSession"]) is str, "SESSION-FORMAT-HEADER.6",
+          "session header parentSession must be a string")
+    # .12 ... and an empty one names no session (decision: the upstream checks only that it is a string).
+    check(header.get("parentSession") != "", "SESSION-FORMAT-HEADER.12", "session header parentSession must not be empty")
     # .7 seedLength counts the inherited prefix.
     check("seedLength" not in header or is_nonneg_safe_int(header["seedLength"]), "SESSION-FORMAT-HEADER.7",
           "session header seedLength must be a non-negative safe integer")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.levels import Ground, Level, ground_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,12 @@ class Rule:
     id: str
     kind: Kind
     summary: str
+    ground: Ground
+    """Its conformance level and why (`sessionspec.levels`): required by the seeds, or recommended by this spec."""
+
+    @property
+    def level(self) -> Level:
+        return self.ground.level
 
 
 RULES: dict[str, Rule] = {}
@@ -29,7 +36,11 @@ def define(rule_id: str, kind: Kind, summary: str) -> str:
     existing = RULES.get(rule_id)
     if existing is not None and (existing.kind, existing.summary) != (kind, summary):
         raise RuntimeError(f"rule {rule_id} defined twice with different meanings")
-    RULES[rule_id] = Rule(rule_id, kind, summary)
+    try:
+        ground = ground_of(rule_id)
+    except KeyError:
+        raise RuntimeError(f"rule {rule_id} has no level and ground in sessionspec.levels") from None
+    RULES[rule_id] = Rule(rule_id, kind, summary, ground)
     return rule_id
 
 
@@ -68,26 +79,28 @@ define("SESSION-IMMUTABILITY.4", K.INTERNAL, "a returned sequence never changes 
 
 # --- spec/02-envelope.md ---------------------------------------------------------------------
 define("SESSION-EVENT-ENVELOPE.1", K.ENVELOPE, "an event is an object with exactly the seven envelope keys")
-define("SESSION-EVENT-ENVELOPE.2", K.ENVELOPE, "type is a non-empty string")
+define("SESSION-EVENT-ENVELOPE.2", K.ENVELOPE, "type is a string")
 define("SESSION-EVENT-ENVELOPE.3", K.ENVELOPE, "seq is a non-negative safe integer")
 define("SESSION-EVENT-ENVELOPE.4", K.ENVELOPE, "time is a safe integer")
 define("SESSION-EVENT-ENVELOPE.5", K.ENVELOPE, "data is present")
 define("SESSION-EVENT-ENVELOPE.6", K.ENVELOPE, "ignorable is absent or exactly true")
 define("SESSION-EVENT-ENVELOPE.7", K.ENVELOPE, "only log-only events may be ignorable")
+define("SESSION-EVENT-ENVELOPE.8", K.ENVELOPE, "type is not empty")
 define("SESSION-FORMAT-HEADER.1", K.HEADER, "the header is a lossless JSON object")
 define("SESSION-FORMAT-HEADER.2", K.VERSION, "version is exactly 0 (SESSION_FORMAT_VERSION)")
 define("SESSION-FORMAT-HEADER.3", K.HEADER, "id is a non-empty string equal to the session id")
 define("SESSION-FORMAT-HEADER.4", K.HEADER, "createdAt is a non-negative safe integer")
 define("SESSION-FORMAT-HEADER.5", K.HEADER, "cwd, when present, is an absolute POSIX path")
-define("SESSION-FORMAT-HEADER.6", K.HEADER, "parentSession, when present, is a non-empty string")
+define("SESSION-FORMAT-HEADER.6", K.HEADER, "parentSession, when present, is a string")
 define("SESSION-FORMAT-HEADER.7", K.HEADER, "seedLength, when present, is a non-negative safe integer")
 define("SESSION-FORMAT-HEADER.8", K.HEADER, "origin, when present, is \"subagent\"")
 define("SESSION-FORMAT-HEADER.9", K.HEADER, "delegationDepth, when present, is a non-negative safe integer")
 define("SESSION-FORMAT-HEADER.10", K.HEADER, "agentPreset, when present, is a string")
 define("SESSION-FORMAT-HEADER.11", K.HEADER, "no other header keys")
+define("SESSION-FORMAT-HEADER.12", K.HEADER, "parentSession, when present, is not empty")
 define("SESSION-CORE-EVENTS.1", K.ENVELOPE, "session/end-seed carries the empty object as data")
 define("SESSION-CORE-EVENTS.2", K.ENVELOPE, "retired event types are refused: request/header-delta, mode/set")
-define("SESSION-MESSAGE-SHAPE.1", K.MESSAGE_SHAPE, "a message event carries an identified message")
+define("SESSION-MESSAGE-SHAPE.1", K.MESSAGE_SHAPE, "the message has a non-empty string id")
 define("SESSION-MESSAGE-SHAPE.2", K.MESSAGE_SHAPE, "the message has the role its event type requires")
 define("SESSION-MESSAGE-SHAPE.3", K.MESSAGE_SHAPE, "the message source is an object with a non-empty kind")
 define("SESSION-MESSAGE-SHAPE.4", K.MESSAGE_SHAPE, "the message content is an array")
@@ -95,6 +108,7 @@ define("SESSION-MESSAGE-SHAPE.5", K.MESSAGE_SHAPE, "an assistant message has a m
 define("SESSION-MESSAGE-SHAPE.6", K.MESSAGE_SHAPE, "a tool result has a tool source with a callId")
 define("SESSION-MESSAGE-SHAPE.7", K.MESSAGE_SHAPE, "a tool result holds exactly one tool-result block with array content")
 define("SESSION-MESSAGE-SHAPE.8", K.MESSAGE_SHAPE, "the tool-result block's toolCallId equals the source callId")
+define("SESSION-MESSAGE-SHAPE.9", K.MESSAGE_SHAPE, "a message event carries its message, an object (the data, or data.message)")
 define("SESSION-REQUEST-HEADER.1", K.REQUEST_HEADER, "a request header names a provider and a model")
 define("SESSION-REQUEST-HEADER.2", K.REQUEST_HEADER, "reasoningEffort, when present, is a non-empty string")
 define("SESSION-REQUEST-HEADER.3", K.REQUEST_HEADER, "adapterDefaults marks only present config fields, with true")
@@ -128,12 +142,14 @@ define("SESSION-APPEND-COMMIT.3", K.INTERNAL, "observers run after the commit, i
 define("SESSION-APPEND-COMMIT.4", K.REENTRANT, "an append cannot reenter while another append is in progress")
 define("SESSION-APPEND-COMMIT.5", K.ENVELOPE, "session/end-seed is written only by seeding")
 define("SESSION-APPEND-COMMIT.6", K.INTERNAL, "append validates everything a seed validates")
+define("SESSION-APPEND-COMMIT.7", K.INTERNAL, "a rejected append reports the first failing check in spec/04's order")
 
 # --- spec/05-seed.md -------------------------------------------------------------------------
 define("SESSION-SEED-ACCEPTANCE.1", K.ENVELOPE, "the seed is a list of events")
 define("SESSION-SEED-ACCEPTANCE.2", K.SEQ, "seed event i has seq i")
 define("SESSION-SEED-ACCEPTANCE.3", K.INTERNAL, "a seed ends in exactly one end-seed marker that seeding adds")
 define("SESSION-SEED-ACCEPTANCE.4", K.INTERNAL, "first_live_seq is the seed length")
+define("SESSION-SEED-ACCEPTANCE.5", K.INTERNAL, "a rejected create reports the first failing check in spec/05's order")
 
 # --- spec/06-views.md ------------------------------------------------------------------------
 define("SESSION-READ-VIEWS.1", K.INTERNAL, "the complete log holds every event")

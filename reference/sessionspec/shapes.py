@@ -54,12 +54,12 @@ def check_message_shape(event: Event, *, index: int | None = None) -> None:
     seq, kind = event.seq, event.type
     message: Json = message_of(kind, event.data)
     at = "data" if kind == USER_MESSAGE else "data.message"
-    if kind != USER_MESSAGE:
-        # .1 (the message itself) An assistant message or tool result carries its message under data.message.
-        check(isinstance(message, dict), "SESSION-MESSAGE-SHAPE.1", f"{kind}: {field(event.data, at, 'an object')}",
-              seq=seq, index=index)
+    # .9 The message is an object: derivation returns it (user/message: the data; the others: data.message), so
+    # without one every later derivation fails or silently drops the node.
+    where = field(event.data, at, "an object") if kind != USER_MESSAGE else f"data is {json_type(message)}, not an object"
+    check(isinstance(message, dict), "SESSION-MESSAGE-SHAPE.9", f"{kind}: {where}", seq=seq, index=index)
     # .1 An identified message: derivation shares it by identity, and repair and replace name it.
-    check(isinstance(message, dict) and is_nonempty_str(message.get("id")), "SESSION-MESSAGE-SHAPE.1",
+    check(is_nonempty_str(message.get("id")), "SESSION-MESSAGE-SHAPE.1",
           f"{kind}: {field(message, at + '.id', 'a non-empty string')}", seq=seq, index=index)
     role = "assistant" if kind == ASSISTANT_MESSAGE else "user"
     # .2 The role follows the type: tool results travel as user-role messages.

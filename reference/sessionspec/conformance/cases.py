@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sessionspec.conformance.registry import all_rules
 from sessionspec.testing.builders import (
     CONFIG,
     REMOVED,
@@ -107,7 +108,8 @@ def _pairs() -> list[Pair]:
          '{"op":"append","type":"plugin/note","data":{"a":1,"b":1}}'),
         ("SESSION-EVENT-ENVELOPE.1", fresh, append(NOTE, {}, seq=0), append(NOTE, {})),
         ("SESSION-EVENT-ENVELOPE.1", fresh, create(seed=[{**seed_event(0), "extra": 1}]), create(seed=[seed_event(0)])),
-        ("SESSION-EVENT-ENVELOPE.2", fresh, append("", {}), append(NOTE, {})),
+        ("SESSION-EVENT-ENVELOPE.2", fresh, append(7, {}), append(NOTE, {})),  # type: ignore[arg-type]
+        ("SESSION-EVENT-ENVELOPE.8", fresh, append("", {}), append(NOTE, {})),
         ("SESSION-EVENT-ENVELOPE.3", fresh, create(seed=[seed_event(0, seq=-1)]), create(seed=[seed_event(0, seq=0)])),
         ("SESSION-EVENT-ENVELOPE.4", fresh, create(seed=[seed_event(0, time=1.5)]), create(seed=[seed_event(0, time=-3)])),
         ("SESSION-EVENT-ENVELOPE.5", fresh, {"op": "append", "type": NOTE}, append(NOTE, None)),
@@ -119,7 +121,9 @@ def _pairs() -> list[Pair]:
         ("SESSION-FORMAT-HEADER.3", fresh, create(header={**HEADER, "id": "other"}), create(header=HEADER)),
         ("SESSION-FORMAT-HEADER.4", fresh, create(header={**HEADER, "createdAt": -1}), create(header={**HEADER, "createdAt": 0})),
         ("SESSION-FORMAT-HEADER.5", fresh, create(header={**HEADER, "cwd": "work"}), create(header={**HEADER, "cwd": "/work"})),
-        ("SESSION-FORMAT-HEADER.6", fresh, create(header={**HEADER, "parentSession": ""}),
+        ("SESSION-FORMAT-HEADER.6", fresh, create(header={**HEADER, "parentSession": 5}),
+         create(header={**HEADER, "parentSession": "p"})),
+        ("SESSION-FORMAT-HEADER.12", fresh, create(header={**HEADER, "parentSession": ""}),
          create(header={**HEADER, "parentSession": "p"})),
         ("SESSION-FORMAT-HEADER.7", fresh, create(header={**HEADER, "seedLength": -1}), create(header={**HEADER, "seedLength": 0})),
         ("SESSION-FORMAT-HEADER.8", fresh, create(header={**HEADER, "origin": "user"}),
@@ -141,6 +145,9 @@ def _pairs() -> list[Pair]:
          create(seed=[seed_event(0, data={"turn": 1})])),
         ("SESSION-LEGACY-UPGRADE.6", fresh, append("steering/message", {"turn": 1, "message": u}, ignorable=True),
          append("steering/note", {"turn": 1, "message": u}, ignorable=True)),
+        ("SESSION-MESSAGE-SHAPE.9", fresh, append("assistant/message", {"turn": 1, "step": 1}, "append"),
+         append("assistant/message", a, "append")),
+        ("SESSION-MESSAGE-SHAPE.9", fresh, append("user/message", "hi", "append"), append("user/message", u, "append")),
         ("SESSION-MESSAGE-SHAPE.1", fresh, append("user/message", with_change(u, ("id",), ""), "append"),
          append("user/message", with_change(u, ("id",), "u2"), "append")),
         ("SESSION-MESSAGE-SHAPE.2", fresh, append("user/message", with_change(u, ("role",), "assistant"), "append"),
@@ -255,10 +262,14 @@ def pair_cases() -> list[Case]:
     """A reject and an accept case for each pair, in order; a rule's second pair is suffixed -2, and so on."""
     out: list[Case] = []
     counts: dict[str, int] = {}
+    rules = all_rules()
     for rule, setup, bad, good in _pairs():
         counts[rule] = counts.get(rule, 0) + 1
         suffix = "" if counts[rule] == 1 else f"-{counts[rule]}"
         may_fail = rule == "SESSION-CONFORMANCE-PROTOCOL.3"
-        out.append(Case(f"{rule}-reject{suffix}", (rule,), (*setup, bad), True, setup_may_fail=may_fail))
-        out.append(Case(f"{rule}-accept{suffix}", (rule,), (*setup, good), False, setup_may_fail=may_fail))
+        said = rules[rule].summary
+        out.append(Case(f"{rule}-reject{suffix}", (rule,), (*setup, bad), True, f"breaks it: {said}",
+                        setup_may_fail=may_fail))
+        out.append(Case(f"{rule}-accept{suffix}", (rule,), (*setup, good), False,
+                        f"a near miss of the rejecting case, valid: {said}", setup_may_fail=may_fail))
     return out

@@ -20,14 +20,14 @@ def _message_misses() -> list[Miss]:
     fresh: tuple[Step, ...] = (create(),)
     u, a, r = user_message("u1", "hello"), assistant_message(), tool_result("c1", "output")
     m, block = ("message",), ("message", "content", 0)
-    user = [("1", "data-not-an-object", "hello"), ("1", "id-missing", with_change(u, ("id",), REMOVED)),
+    user = [("9", "data-not-an-object", "hello"), ("1", "id-missing", with_change(u, ("id",), REMOVED)),
             ("1", "id-not-a-string", with_change(u, ("id",), 7)), ("2", "role-missing", with_change(u, ("role",), REMOVED)),
             ("2", "role-after-user", with_change(u, ("role",), "zebra")), ("2", "role-not-a-string", with_change(u, ("role",), 1)),
             ("3", "source-missing", with_change(u, ("source",), REMOVED)), ("3", "source-a-string", with_change(u, ("source",), "user")),
             ("3", "source-kind-missing", with_change(u, ("source",), {})),
             ("3", "source-kind-not-a-string", with_change(u, ("source",), {"kind": 1})),
             ("4", "content-missing", with_change(u, ("content",), REMOVED)), ("4", "content-an-object", with_change(u, ("content",), {}))]
-    assistant = [("1", "data-not-an-object", [a]), ("1", "message-missing", with_change(a, m, REMOVED)),
+    assistant = [("9", "data-not-an-object", [a]), ("9", "message-missing", with_change(a, m, REMOVED)),
                  ("1", "message-id-missing", with_change(a, (*m, "id"), REMOVED)),
                  ("2", "role-user", with_change(a, (*m, "role"), "user")),
                  ("2", "role-before-assistant", with_change(a, (*m, "role"), "admin")),

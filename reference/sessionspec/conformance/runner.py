@@ -35,6 +35,7 @@ from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
 from sessionspec.wire.protocol import HOOKS, INPROCESS, Answer
 from sessionspec.wire.trace import Trace, write_trace
+from sessionspec.wire.verdict import breaches_from_json
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
 MAX_FAMILIES: Final = 32
@@ -109,7 +110,8 @@ def run_vector(exchange: Exchange, vector: dict[str, Any]) -> Divergence | None:
     exchange.begin("vector", vector["id"])
     try:
         for step in vector["steps"]:
-            exchange.send(step["line"] if "line" in step else step["request"], expected=step["expected"])
+            exchange.send(step["line"] if "line" in step else step["request"], expected=step["expected"],
+                          breaches=breaches_from_json(step.get("breaches")))
         exchange.send({"op": "snapshot"}, expected=vector["final"])
         exchange.flush()
     except DivergenceFound as found:

@@ -21,6 +21,7 @@ from sessionspec.errors import Kind
 from sessionspec.model import Session
 from sessionspec.resources import shipped
 from sessionspec.wire.executor import Executor
+from sessionspec.wire.oracle import breaches_of
 from sessionspec.wire.protocol import dumps
 from sessionspec.wire.serve import answer_line
 
@@ -86,10 +87,12 @@ def _request_of(step: Any) -> tuple[dict[str, Any], bytes]:
 
 
 def build(case: Case, oracle: Executor) -> dict[str, Any]:
-    """One vector: every step with the reference answer, and the final snapshot (null when there is no session)."""
+    """One vector: every step with the reference answer (and, for a rejection, every rule the request breaks), the
+    final snapshot (null when there is no session), and the vector's level."""
     steps = []
     for position, step in enumerate(case.steps):
         shown, line = _request_of(step)
+        before = oracle.session
         expected = json.loads(answer_line(oracle, line))
         last = position == len(case.steps) - 1
         if not last or not case.rejects:
@@ -97,9 +100,11 @@ def build(case: Case, oracle: Executor) -> dict[str, Any]:
                 raise AssertionError(f"vector {case.id}: step {position} was rejected: {expected['error']['message']}")
         elif expected["ok"] or expected["error"]["rule"] != case.rules[0]:
             raise AssertionError(f"vector {case.id}: expected a rejection by {case.rules[0]}, got {expected}")
-        steps.append({**shown, "expected": expected})
+        found = breaches_of(line, expected, before if before is oracle.session else None)
+        steps.append({**shown, "expected": expected, **({"breaches": [b.to_json() for b in found]} if found else {})})
     final = json.loads(answer_line(oracle, b'{"op":"snapshot"}'))
-    return {"format": FORMAT, "id": case.id, "summary": case.summary, "rules": list(case.rules),
+    level = steps[-1]["breaches"][0]["level"] if case.rejects else "required"
+    return {"format": FORMAT, "id": case.id, "summary": case.summary, "rules": list(case.rules), "level": level,
             "expect": "reject" if case.rejects else "accept", "steps": steps, "final": final}
 
 

@@ -258,14 +258,14 @@ def _marker(surface_op: Json) -> Any:
     return None
 
 
-@implies(reference=build_event, assumes=("SESSION-EVENT-ENVELOPE.2",),
+@implies(reference=build_event, assumes=("SESSION-EVENT-ENVELOPE.2", "SESSION-EVENT-ENVELOPE.8"),
          rules=("SESSION-EVENT-ENVELOPE.7", *rule_ids("SESSION-CORE-EVENTS", 1, 2),
                 *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4), *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5)))
 def event_of(event_type: str, seq: int, time: int, data: Json, surface_op: Json, has_op: bool, sources: Json,
              has_sources: bool, ignorable: bool) -> Event:
     """`envelope.build_event` for owned parts: the same Event, or the same SpecViolation.
 
-    `event_type` has passed `check_type` (SESSION-EVENT-ENVELOPE.2: `live` checks it first, in
+    `event_type` has passed `check_type` (SESSION-EVENT-ENVELOPE.2 and .8: `live` checks it first, in
     the reference's order). The shapes almost every append has (a log-only event with no surface
     metadata, and a surface event appended or replacing with a valid marker and valid provenance)
     are built directly; every other shape, valid or not, goes through `build_event` and its rules.
@@ -289,9 +289,9 @@ def event_of(event_type: str, seq: int, time: int, data: Json, surface_op: Json,
 # --- SESSION-MESSAGE-SHAPE ---------------------------------------------------------------------
 
 
-@implies(reference=check_message_shape, rules=rule_ids("SESSION-MESSAGE-SHAPE", 1, 8))
+@implies(reference=check_message_shape, rules=rule_ids("SESSION-MESSAGE-SHAPE", 1, 9))
 def message_shape_holds(event_type: str, data: Json) -> bool:
-    """SESSION-MESSAGE-SHAPE.1-.8 hold for an event of `event_type` carrying `data` (a lossless JSON value).
+    """SESSION-MESSAGE-SHAPE.1-.9 hold for an event of `event_type` carrying `data` (a lossless JSON value).
 
     A missing key, or a value of another kind where an object or array was wanted, ends the
     question at its lookup (KeyError, TypeError, IndexError): False, and the reference decides.

@@ -85,9 +85,9 @@ def lean_row(row: Any, kind: str) -> int:
 
 
 @implies(reference=(parse_event, upgrade, check_content),
-         rules=(*rule_ids("SESSION-LEGACY-UPGRADE", 1, 4), "SESSION-LEGACY-UPGRADE.6", "SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 7),
+         rules=(*rule_ids("SESSION-LEGACY-UPGRADE", 1, 4), "SESSION-LEGACY-UPGRADE.6", "SESSION-EVENT-ENVELOPE.1", "SESSION-EVENT-ENVELOPE.2", *rule_ids("SESSION-EVENT-ENVELOPE", 4, 8),
                 *rule_ids("SESSION-CORE-EVENTS", 1, 2), *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4),
-                *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5), *rule_ids("SESSION-MESSAGE-SHAPE", 1, 8),
+                *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5), *rule_ids("SESSION-MESSAGE-SHAPE", 1, 9),
                 *rule_ids("SESSION-REQUEST-HEADER", 1, 4), "SESSION-UNKNOWN-EVENT-GATE.1"),
          assumes=(*rule_ids("SESSION-LOSSLESS-JSON", 1, 6), "SESSION-EVENT-ENVELOPE.3", "SESSION-STORAGE-SEQ.1"))
 def survey(values: list[Any], plain: frozenset[str], rows: bool) -> list[Run]:

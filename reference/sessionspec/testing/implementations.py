@@ -22,6 +22,9 @@ SessionFactory = Callable[..., Any]
 PLANTED_MODULE: Final = "sessionspec.testing.planted"
 BUILT_IN: Final = {"model": "sessionspec.model", "live": "sessionspec.live"}
 """Each built-in implementation's module; its `Session.create` is the factory."""
+VARIANTS: Final = {"planted:seeds-only": ("sessionspec.testing.seedsonly", "SeedsOnly")}
+"""Variants that are not bugs: `seeds-only` keeps the seeds' rules and skips this spec's additions (the levels'
+self-test: it must get no required divergence)."""
 
 
 def _planted() -> dict[str, Any]:
@@ -30,7 +33,7 @@ def _planted() -> dict[str, Any]:
 
 
 def names() -> list[str]:
-    return sorted([*BUILT_IN, *(f"planted:{name}" for name in _planted())])
+    return sorted([*BUILT_IN, *VARIANTS, *(f"planted:{name}" for name in _planted())])
 
 
 def known(name: str) -> bool:
@@ -48,6 +51,10 @@ def factory(name: str) -> SessionFactory:
     if module is not None:
         create: SessionFactory = importlib.import_module(module).Session.create
         return create
+    if name in VARIANTS:
+        where, attribute = VARIANTS[name]
+        variant: SessionFactory = getattr(importlib.import_module(where), attribute).create
+        return variant
     if name.startswith("planted:"):
         bugs = name.removeprefix("planted:").split("+")
         planted = _planted()

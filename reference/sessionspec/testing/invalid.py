@@ -107,7 +107,7 @@ _FIXED: tuple[st.SearchStrategy[Invalid], ...] = (
                                 "SESSION-EVENT-ENVELOPE.1", "unknown request key"), _USER),
     st.just(Invalid({"type": "turn/start", "seq": 0, "data": {}}, "SESSION-EVENT-ENVELOPE.1", "seq in an append request")),
     st.just(Invalid({"type": "turn/start"}, "SESSION-EVENT-ENVELOPE.5", "no data")),
-    st.just(Invalid({"type": "", "data": {}}, "SESSION-EVENT-ENVELOPE.2", "empty type")),
+    st.just(Invalid({"type": "", "data": {}}, "SESSION-EVENT-ENVELOPE.8", "empty type")),
     st.just(Invalid({"type": 7, "data": {}}, "SESSION-EVENT-ENVELOPE.2", "type not a string")),
     st.builds(lambda flag: Invalid({"type": "x-vendor/note", "data": {}, "ignorable": flag}, "SESSION-EVENT-ENVELOPE.6",
                                    f"ignorable {flag!r}, not true"), st.sampled_from([False, 1, 1.0, "true", None, [True]])),

@@ -3,8 +3,8 @@
 Over the protocol (`rules=False, time=False`, the runner and replay against a testee): accept or
 reject always; the kind of a rejection always, `internal` included (a crash on invalid input is
 a divergence, never a wildcard); the rule never (another implementation need not name our
-rules); everything else an accepting answer carries exactly, as JSON, except `time` in event
-envelopes (the testee's own clock). In process (`rules=True, time=True`, the machines, which share
+rules); everything else an accepting answer carries exactly, as JSON, except what the testee's own
+clock decides: `time` in event envelopes and the header's `createdAt`. In process (`rules=True, time=True`, the machines, which share
 one clock and one rule registry), rules and times are compared too.
 
 A snapshot field an external testee does not carry (`seq`, `header`, `transcript`,
@@ -20,6 +20,7 @@ from typing import Any, Final
 import orjson
 
 from sessionspec.jsonvalue import json_equal
+from sessionspec.preview import preview
 from sessionspec.wire.protocol import OPTIONAL_OPS, Answer
 
 OPTIONAL_FIELDS: Final = frozenset({"seq", "header", "transcript", "requestHeader", "requestContext"})
@@ -48,32 +49,39 @@ def same_json(left: Any, right: Any) -> bool:
     return json_equal(left, right)
 
 
-def op_of(request: Any) -> Any:
-    """The op of a request object, or of a raw line that parses to one (None otherwise)."""
+def op_of(request: Any) -> str | None:
+    """The op of a request object, or of a raw line that parses to one; None when there is no string op (a request
+    the machine built deliberately broken can carry any JSON value as its op)."""
     if isinstance(request, str):
         try:
             request = json.loads(request)
         except (ValueError, RecursionError):
             return None
-    return request.get("op") if isinstance(request, dict) else None
+    op = request.get("op") if isinstance(request, dict) else None
+    return op if isinstance(op, str) else None
 
 
 def skipped(op: Any, actual: Answer) -> bool:
     """An optional op the testee does not implement: the step is skipped, not a divergence."""
     error = actual.get("error")
-    return op in OPTIONAL_OPS and not actual.get("ok") and isinstance(error, dict) and error.get("kind") == "unsupported"
+    return (isinstance(op, str) and op in OPTIONAL_OPS and not actual.get("ok") and isinstance(error, dict)
+            and error.get("kind") == "unsupported")
 
 
 def describe(answer: Answer) -> str:
     if answer.get("ok"):
         return "accepted"
-    error = answer.get("error") or {}
-    rule = f" by {error['rule']}" if error.get("rule") else ""
-    return f"rejected{rule} [{error.get('kind')}]: {str(error.get('message', ''))[:300]}"
+    error = answer.get("error")
+    error = error if isinstance(error, dict) else {}
+    rule = f" by {_short(error['rule'], 80)}" if error.get("rule") else ""
+    return f"rejected{rule} [{_short(error.get('kind'), 80)}]: {_short(error.get('message', ''), 300)}"
 
 
 def _without_time(key: str, value: Any) -> Any:
-    """`value` with `time` taken out of the event envelopes a key of an answer holds (no deep walk: values may be deep)."""
+    """`value` without what the testee's own clock decides: `time` in the event envelopes a key of an answer holds,
+    and the header's `createdAt` (no deep walk: values may be deep)."""
+    if key == "header" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "createdAt"}
     if key in _ONE_EVENT and isinstance(value, dict):
         return {k: v for k, v in value.items() if k != "time"}
     if key in _EVENTS and isinstance(value, list):
@@ -126,9 +134,8 @@ def unchecked(expected: Answer, actual: Answer) -> list[str]:
     return sorted(key for key in OPTIONAL_FIELDS if key in expected and key not in actual)
 
 
-def _short(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (ValueError, RecursionError):
-        text = repr(type(value))
-    return text if len(text) <= 400 else text[:400] + "..."
+def _short(value: Any, limit: int = 400) -> str:
+    """A bounded preview of a value an answer holds (a string as it is, anything else as `preview` shows it)."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + "..."
+    return preview(value, limit, depth=6, items=12)

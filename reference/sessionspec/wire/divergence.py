@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessionspec.wire.protocol import Answer
+from sessionspec.wire.verdict import Breach, judge
 
 _FIELD = re.compile(r"^(x-reentrant: )?([\w-]+): expected")
 
@@ -49,10 +50,20 @@ class Divergence:
     why: list[str] = field(default_factory=list)
     answered: str = "accepted"
     replay: str | None = None
+    level: str = "required"
+    """`required` when the testee deviates from what the seeds state, `recommended` when only from a rule this spec
+    added (`sessionspec.wire.verdict`)."""
+    breaches: tuple[Breach, ...] = ()
+    """Every rule the request breaks (the reference's first among them), each with its kind and level."""
+    named: str | None = None
+    """The rule the family is named after when it is not the reference's: the check-order rule, for a testee that
+    rejected with the kind of another rule the request breaks."""
 
     @property
     def key(self) -> str:
         """The request's op and the reference's verdict: `append:SESSION-LOSSLESS-JSON.2`, `snapshot:accepts`."""
+        if self.named is not None:
+            return f"{self.op}:{self.named}"
         return f"{self.op}:{self.rule if _error(self.expected) is not None else 'accepts'}"
 
     @property
@@ -61,19 +72,22 @@ class Divergence:
         return f"{self.key} {self.answered}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "id": self.id, "family": self.family, "op": self.op, "rule": self.rule,
-                "kind": self.kind, "expected": self.expected, "actual": self.actual, "why": self.why,
-                "trace": self.trace, "replay": self.replay}
+        return {"source": self.source, "id": self.id, "family": self.family, "level": self.level, "op": self.op,
+                "rule": self.rule, "kind": self.kind, "breaches": [b.to_json() for b in self.breaches],
+                "expected": self.expected, "actual": self.actual, "why": self.why, "trace": self.trace,
+                "replay": self.replay}
 
 
 def divergence(source: str, case_id: str, op: Any, expected: Answer, actual: Answer, trace: list[Any],
-               why: list[str]) -> Divergence:
-    """A Divergence filed under the reference's rule and kind, else the testee's."""
+               why: list[str], *, breaches: tuple[Breach, ...] = ()) -> Divergence:
+    """A Divergence filed under the reference's rule and kind, else the testee's, and judged by level."""
     blame = _error(expected) or _error(actual) or {}
     rule, kind = blame.get("rule"), blame.get("kind")
     answered = verdict(actual)
     if answered == verdict(expected):  # the same verdict: what differs is the answer's content
         fields = sorted({m.group(2) for m in (_FIELD.match(line) for line in why) if m})
         answered = f"differs:{','.join(fields) or 'answer'}"
+    judged = judge(op, trace[-1] if trace else None, expected, actual, breaches, why)
     return Divergence(source, case_id, op if isinstance(op, str) else None, rule if isinstance(rule, str) else None,
-                      kind if isinstance(kind, str) else None, expected, actual, list(trace), list(why), answered)
+                      kind if isinstance(kind, str) else None, expected, actual, list(trace), list(why), answered,
+                      level=judged.level, breaches=breaches, named=judged.rule)

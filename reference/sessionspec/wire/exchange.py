@@ -29,6 +29,7 @@ from sessionspec.wire.compare import differences, op_of, skipped, unchecked
 from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.oracle import ReferenceExecutor
 from sessionspec.wire.protocol import Answer, dumps
+from sessionspec.wire.verdict import Breach
 
 WINDOW: Final = 256
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
@@ -99,7 +100,8 @@ class Exchange:
         self.window = window
         self.oracle = ReferenceExecutor()
         self.trace: list[Any] = []
-        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int]] = collections.deque()
+        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int, tuple[Breach, ...]]] = \
+            collections.deque()
         """In flight: each request, the reference's answer (and its line, when the oracle gave it), and its trace as
         the list it was appended to and its length then. A create starts a new list rather than clearing this one, so a request still in flight when
         the next session is created keeps its own trace (a divergence once carried the next session's requests)."""
@@ -125,10 +127,11 @@ class Exchange:
         self.quiet = False
         self.source, self.case = source, case
 
-    def send(self, request: Any, *, expected: Answer | None = None) -> Answer:
+    def send(self, request: Any, *, expected: Answer | None = None, breaches: tuple[Breach, ...] = ()) -> Answer:
         """Send `request` (an object, or a raw line as str) to both; returns the reference's answer.
 
-        `expected`: the reference's answer as recorded (a vector's), instead of asking the reference now.
+        `expected`: the reference's answer as recorded (a vector's), instead of asking the reference now, and
+        `breaches` the rules it records the request breaking.
         The answer returned is the reference's own (shared with later calls): read it, never change it.
         """
         line = encodable(request)
@@ -140,16 +143,17 @@ class Exchange:
         written = None
         if expected is None:
             expected, written = self.oracle.answer(line)
+            breaches = self.oracle.breaches()
         if self.quiet:
             return expected
-        self.pending.append((request, expected, written, self.trace, len(self.trace)))
+        self.pending.append((request, expected, written, self.trace, len(self.trace), breaches))
         try:
             self.connection.send(line)
         except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
             self.streak += 1
-            owed, owed_expected, _, trace, length = self.pending.popleft()
+            owed, owed_expected, _, trace, length, owed_breaches = self.pending.popleft()
             self.pending.clear()
-            self._settle(owed, owed_expected, failure.answer(), trace[:length])
+            self._settle(owed, owed_expected, failure.answer(), trace[:length], owed_breaches)
             return expected
         if len(self.pending) >= self.window:
             self._compare(self.window // 2)
@@ -164,13 +168,13 @@ class Exchange:
         """Read and compare the oldest answers in flight until `left` are: a full window waits for the testee's
         oldest answers, not for it to catch up with the newest request (the runner would then wait for all of it)."""
         while len(self.pending) > left and not self.quiet:
-            request, expected, written, trace, length = self.pending.popleft()
+            request, expected, written, trace, length, breaches = self.pending.popleft()
             try:
                 raw = self.connection.receive_raw()
             except TesteeFailure as failure:  # the testee is gone, and the answers in flight with it
                 self.pending.clear()
                 self.streak += 1
-                self._settle(request, expected, failure.answer(), trace[:length])
+                self._settle(request, expected, failure.answer(), trace[:length], breaches)
                 continue
             self.streak = 0
             if raw == (dumps(expected) if written is None else written):
@@ -179,9 +183,10 @@ class Exchange:
                 actual = parse_answer(raw)
             except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
                 actual = failure.answer()
-            self._settle(request, expected, actual, trace[:length])
+            self._settle(request, expected, actual, trace[:length], breaches)
 
-    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any]) -> None:
+    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any],
+                breaches: tuple[Breach, ...] = ()) -> None:
         op = op_of(request)
         if not self.connection.running and not self.quiet:
             self.connection.restart()
@@ -193,7 +198,7 @@ class Exchange:
         if not why:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
-                           trace, why)
+                           trace, why, breaches=breaches)
         self.quiet = True
         self.drain()
         if not self.known(found):

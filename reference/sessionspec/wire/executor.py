@@ -135,8 +135,19 @@ class Executor:
         if handler is None or (op.startswith("x-") and INPROCESS not in self.extensions):
             # SESSION-CONFORMANCE-PROTOCOL.2: a testee says what it cannot do instead of guessing.
             fail(UNSUPPORTED_OP, f"unsupported op {op!r}")
+        if op != "append":  # an append's hooks are armed, each value checked, by `_arm`
+            # SESSION-CONFORMANCE-PROTOCOL.6: an x- key this op does not take is refused, before the op's own shape.
+            unknown = sorted(key for key in request if key.startswith("x-") and not self._offers(op, key))
+            check(not unknown, EXTENSION, f"unknown extension key(s) {unknown} on {op}")
         method: Callable[[Mapping[str, Any]], Answer] = getattr(self, handler.__name__)  # a subclass's own, if it has one
         return method(request)
+
+    def _offers(self, op: str, key: str) -> bool:
+        """Whether this executor takes the request key `key` on `op`: `x-time` anywhere under x-hooks, `x-messages` on a
+        snapshot under x-inprocess (leave the derived cache alone once)."""
+        if key == "x-time":
+            return HOOKS in self.extensions
+        return key == "x-messages" and op == "snapshot" and INPROCESS in self.extensions
 
     def hello(self, request: Mapping[str, Any]) -> Answer:
         return {"ok": True, "implementation": f"sessionspec-{self.name}", "version": __version__, "profile": "scp-0",

@@ -95,4 +95,4 @@ def error_answer(error: BaseException) -> Answer:
 
 def line_error(error: SpecViolation) -> Answer:
     """SESSION-CONFORMANCE-PROTOCOL.1: a line that is not a JSON object is answered, never the end of the testee."""
-    return {"ok": False, "error": {"kind": Kind.JSON.value, "message": f"{REQUEST_OBJECT}: {error}", "rule": error.rule}}
+    return {"ok": False, "error": {"kind": Kind.JSON.value, "message": error.message, "rule": error.rule}}
