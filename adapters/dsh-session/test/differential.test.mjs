@@ -99,3 +99,25 @@ test("the reader gives every generated line the reference reader's verdict and v
   assert.equal(result.status, 0, result.stderr);
   assert.equal(result.stdout.trim(), "same");
 });
+
+const REGISTRY = String.raw`
+import json, sys
+import sessionspec.conformance.runner, sessionspec.conformance.executor, sessionspec.conformance.testee  # noqa: F401 (their define() calls)
+import sessionspec.model, sessionspec.live, sessionspec.repair, sessionspec.fork  # noqa: F401
+from sessionspec.rules import RULES
+print(json.dumps({rule.id: rule.kind.value for rule in RULES.values()}))
+`;
+
+test("every rule the mapping names is a rule of the spec with that kind", { skip: !existsSync(PYTHON) && `no ${PYTHON}` }, async () => {
+  const { MESSAGES, CRASHES } = await import("../lib/mapping.mjs");
+  const { RULES } = await import("../lib/executor.mjs");
+  const result = spawnSync(PYTHON, ["-c", REGISTRY], { encoding: "utf8" });
+  assert.equal(result.status, 0, result.stderr);
+  const registry = JSON.parse(result.stdout);
+  const named = [...MESSAGES, ...CRASHES].filter((entry) => entry.rule !== null).map((entry) => [entry.rule, entry.kind]);
+  const wrong = named.filter(([rule, kind]) => registry[rule] !== kind);
+  assert.deepEqual(wrong, []);
+  const reader = ["SESSION-LOSSLESS-TEXT.1", "SESSION-LOSSLESS-TEXT.2", "SESSION-LOSSLESS-TEXT.3", "SESSION-LOSSLESS-TEXT.4",
+    "SESSION-LOSSLESS-TEXT.5", "SESSION-LOSSLESS-TEXT.6"];
+  for (const rule of [...reader, ...Object.values(RULES)]) assert.ok(rule in registry, rule);
+});
