@@ -89,6 +89,11 @@ function take(chunk) {
   }
 }
 
+process.stdout.on("error", (error) => {
+  // The reader of the answers is gone: nothing is left to answer to.
+  if (error?.code === "EPIPE") process.exit(0);
+  throw error;
+});
 process.on("uncaughtException", (error) => {
   // Nothing should get here (every request is answered inside a try); if something does, say so and keep serving.
   process.stderr.write(`dsh-session testee: uncaught ${error?.stack ?? error}\n`);

@@ -150,9 +150,13 @@ export class Executor {
     this.noExtensions(request);
     // The intent is what the request holds besides op, type and data; the upstream reads
     // surfaceOp and sourceEventSeqs from it (when not undefined) and drops the rest.
+    // Keys are defined, not assigned: a "__proto__" key stays an own key and sets no prototype
+    // (an inherited surfaceOp would otherwise reach the upstream).
     const intent = {};
     for (const key of Object.keys(request)) {
-      if (key !== "op" && key !== "type" && key !== "data") intent[key] = request[key];
+      if (key !== "op" && key !== "type" && key !== "data") {
+        Object.defineProperty(intent, key, { value: request[key], enumerable: true, writable: true, configurable: true });
+      }
     }
     const hasData = own(request, "data");
     let event;

@@ -62,3 +62,14 @@ test("a 100,000-deep array line gets exactly one answer; a 100,000-deep append i
   assert.ok(raw[3].includes(deep));
   assert.equal(answers[4].ok, true);
 });
+
+test("a __proto__ key of a request is an own key: it sets no prototype the upstream could read a surfaceOp from", async () => {
+  const { answers } = await exchange([
+    CREATE,
+    '{"op":"append","type":"turn/start","data":{"turn":1},"__proto__":{"surfaceOp":"append"},"extra":1}',
+    '{"op":"create","id":"s2","seed":null,"header":null,"__proto__":{}}',
+  ]);
+  // The upstream drops intent keys it does not read: the event is logged without a surfaceOp.
+  assert.deepEqual(Object.keys(answers[1].event).sort(), ["data", "seq", "time", "type"]);
+  assert.deepEqual(refusal(answers[2]), { ok: false, kind: "envelope", rule: "SESSION-CONFORMANCE-PROTOCOL.4" });
+});
