@@ -180,7 +180,7 @@ ANSWER = st.one_of(JSON, st.fixed_dictionaries({"ok": st.booleans()}, optional={
 def test_the_comparison_takes_any_answer_and_any_request_without_raising(request_: Any, expected: Any, actual: Any,
                                                                         breaches: list[Breach]) -> None:
     """Issue 22, item 5: nothing a testee sends, and no request the machine builds, can crash the runner's judgement."""
-    from sessionspec.conformance import failures, runner
+    from sessionspec.conformance import failures, report
     from sessionspec.wire.compare import describe, differences, op_of, skipped, unchecked
     from sessionspec.wire.divergence import divergence
 
@@ -195,11 +195,37 @@ def test_the_comparison_takes_any_answer_and_any_request_without_raising(request
     found = divergence("machine", "x", op, expected, actual, [request_], why or ["x: expected 1, got 2"],
                        breaches=tuple(breaches))
     assert found.level in ("required", "recommended")
-    found.to_json(), found.family, runner.explain(found, ["testee"])
+    found.to_json(), found.family, report.explain(found, ["testee"])
     failures.judge(failures.parse("append:X accepted\nSESSION-A.1\nvector-id"), [found])
     try:
         line = dumps(request_)
     except (TypeError, ValueError):
         return
-    from sessionspec.wire.oracle import breaches_of
+    from sessionspec.wire.breaching import breaches_of
     breaches_of(line, expected, None)
+
+
+def test_a_rejection_resting_on_an_integer_spelled_as_a_float_is_recommended() -> None:
+    """SESSION-LOSSLESS-JSON.8: `"version": 0.0` is refused (SESSION-FORMAT-HEADER.2), but a JavaScript reader sees 0."""
+    from sessionspec.wire.breaching import breaches_of
+
+    line = dumps({"op": "create", "id": "s", "seed": None, "header": {"version": 0.0, "id": "s", "createdAt": 1}})
+    answer = {"ok": False, "error": {"kind": "version", "rule": "SESSION-FORMAT-HEADER.2"}}
+    found = {b.rule: b.level for b in breaches_of(line, answer, None)}
+    assert found == {"SESSION-FORMAT-HEADER.2": "recommended", "SESSION-LOSSLESS-JSON.8": "recommended"}
+    integral = dumps({"op": "create", "id": "s", "seed": None, "header": {"version": 1, "id": "s", "createdAt": 1}})
+    assert {b.level for b in breaches_of(integral, answer, None)} == {"required"}
+
+
+def test_the_check_order_of_a_fold_or_repair_is_the_protocols() -> None:
+    """SESSION-CONFORMANCE-PROTOCOL.8: an x- key before the shape; a testee that says the shape first deviates from it."""
+    from sessionspec.wire.breaching import breaches_of
+    from sessionspec.wire.verdict import PROTOCOL_ORDER
+
+    line = dumps({"op": "repair", "x-extra": 1})
+    oracle = ReferenceExecutor()
+    answer, _ = oracle.answer(line)
+    assert answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.6"
+    breaches = breaches_of(line, answer, None)
+    shape = {"ok": False, "error": {"kind": "envelope", "rule": "SESSION-CONFORMANCE-PROTOCOL.5"}}
+    assert judged("repair", answer, shape, breaches) == ("recommended", PROTOCOL_ORDER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 import sys
 import time
@@ -22,7 +23,7 @@ from sessionspec.wire.exchange import DivergenceFound
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
-THREE = "planted:off-by-one-splice+double-marker+stale-derived-cache"
+THREE = "planted:stale-derived-cache+double-marker+provenance-unchecked"
 """Three independent deviations from required rules in one store: each a family of its own."""
 
 # Answers hello, then behaves as told on every other request.
@@ -107,7 +108,7 @@ def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_
     assert all(len(d["trace"]) <= (5 if d["op"] == "snapshot" else 4) for d in machine), [
         (d["family"], [r.get("type", r.get("op")) if isinstance(r, dict) else "line" for r in d["trace"]])
         for d in machine if len(d["trace"]) > 4]
-    assert err.count("reproduce: sessionspec replay") >= len(machine)
+    assert len(re.findall(r"reproduce: +sessionspec replay", err)) >= len(machine)
 
 
 def test_a_divergence_still_in_flight_when_the_next_session_is_created_keeps_its_own_trace() -> None:
@@ -172,10 +173,10 @@ def test_a_misbehaving_testee_is_a_divergence_of_its_own_kind_and_the_run_ends(
     assert time.monotonic() - started < 60, "a bad testee held the run"
     assert code == 1
     data = json.loads(report.read_text())
-    assert data["vectors"] == {"passed": 0, "failed": 2}
+    assert data["vectors"] == {"passed": 0, "failed": 2, "skipped": 0, "total": 2}
     assert {d["actual"]["error"]["kind"] for d in data["divergences"]} == {kind}
     err = capsys.readouterr().err
-    assert "reproduce: sessionspec replay" in err
+    assert re.search(r"reproduce: +sessionspec replay", err)
     if mode == "garbage":
         assert "this is not an answer" in err
     if mode == "crash":
@@ -189,7 +190,7 @@ def test_a_testee_that_answers_hello_then_hangs_stops_the_run_within_a_few_timeo
     code = main(["conform", "--timeout", "0.5", "--", *scripted(tmp_path, "hang")])
     assert time.monotonic() - started < 30
     assert code == 1
-    assert "STOPPED: the testee failed 3 times in a row" in capsys.readouterr().err
+    assert "STOPPED: the testee gave no valid answer 3 times in a row" in capsys.readouterr().out
 
 
 def test_divergence_report_and_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -207,7 +208,7 @@ def test_divergence_report_and_replay(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["replay", str(trace), "--", *SERVE, "live"]) == 0
     assert main(["replay", str(trace), "--impl", "planted:provenance-unchecked"]) == 1
     assert main(["replay", str(trace), "--impl", "live"]) == 0
-    assert "reference: rejected by SESSION-SURFACE-PROVENANCE.6" in capsys.readouterr().out
+    assert "expected rejected by SESSION-SURFACE-PROVENANCE.6" in capsys.readouterr().out
 
 
 def test_replay_refuses_anything_that_is_not_a_trace_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -286,4 +287,4 @@ def test_a_search_ended_by_its_seconds_prints_only_conforms_own_report(tmp_path:
     assert main(["conform", "--vectors", str(tmp_path), "--examples", "100000", "--seconds", "2", "--", *SERVE, "live"]) == 0
     out, err = capfd.readouterr()
     assert "@seed(" not in out + err and "Steps leading up" not in out + err
-    assert "0 divergence families" in out + err
+    assert "0 unexpected failures" in out and "STOPPED" not in out + err and "Flaky" not in out + err

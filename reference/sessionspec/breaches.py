@@ -33,11 +33,14 @@ HEADER_BASE = ("version", "id", "createdAt")
 
 
 def _run(found: list[SpecViolation], check: Callable[..., Any], *args: Any) -> Any:
-    """`check(*args)`, or _FAILED with its violation added to `found`."""
+    """`check(*args)`, or _FAILED with its violation added to `found`. A check that cannot read what it was given
+    (it assumes what an earlier check of the model establishes) is skipped: the breach that stops it is counted."""
     try:
         return check(*args)
     except SpecViolation as violation:
         found.append(violation)
+        return _FAILED
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError):
         return _FAILED
 
 
@@ -66,6 +69,13 @@ def append_breaches(log: Sequence[Event], nodes: Sequence[int], request: object)
     op = _run(found, snapshot, request.get("surfaceOp"))
     sources = _run(found, snapshot, request.get("sourceEventSeqs"))
     if not isinstance(event_type, str) or not event_type:
+        # A type that names no event is no surface type: what a log-only event may not carry still counts.
+        if "surfaceOp" in request:
+            found.append(SpecViolation("SESSION-SURFACE-PROJECTION.1", _kind("SESSION-SURFACE-PROJECTION.1"),
+                                       "an event that is not a surface type carries a surfaceOp"))
+        elif "sourceEventSeqs" in request:
+            found.append(SpecViolation("SESSION-SURFACE-PROJECTION.2", _kind("SESSION-SURFACE-PROJECTION.2"),
+                                       "an event that is not a surface type carries sourceEventSeqs"))
         return _unique(found)
     parts = _Parts(event_type, seq, data, op, "surfaceOp" in request, sources, "sourceEventSeqs" in request,
                    request.get("ignorable") is True)
@@ -178,11 +188,15 @@ def _entries_alone(found: list[SpecViolation], entries: list[Any], *, contiguous
     for index, raw in enumerate(entries):
         event = _run(found, parse_event, raw, index)
         if not isinstance(event, Event):
+            seq = raw.get("seq") if isinstance(raw, dict) else None
+            if type(seq) is int and seq != index:
+                found.append(SpecViolation(contiguous, _kind(contiguous), f"entry {index} has seq {seq}", index=index))
             continue
         if event.seq != index:
             found.append(SpecViolation(contiguous, _kind(contiguous), f"entry {index} has seq {event.seq}", index=index))
             continue
-        _run(found, check_content, event)
+        if _run(found, check_content, event) is _FAILED:
+            continue  # the model plans no entry whose content it refused
         step = _run(found, plan, nodes, log, event)
         if step is not _FAILED:
             log.append(event)

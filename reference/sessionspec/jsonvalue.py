@@ -23,7 +23,9 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def is_safe_int(value: object) -> bool:
-    """An exact `int` (never a bool) within +-(2**53-1): a number every JSON reader reads the same."""
+    """An exact `int` (never a bool) within +-(2**53-1): a number every JSON reader reads the same.
+
+    SESSION-LOSSLESS-JSON.8: never a float, even one of integral value (1.0 is not 1)."""
     return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 

@@ -45,10 +45,22 @@ class Ground:
 
 
 APPEND_OPS: Final = frozenset({"append", "x-append"})
-DECISION_1: Final = ("decision 1: append validates everything a seed validates, so every log an append builds seeds "
-                     "again; the seeds (004 §13) describe append's missing payload schema as a trade-off, and the "
-                     "upstream checks this only on seed and load (notes §2.C), so its own Session.create then refuses "
-                     "the log its append wrote")
+LOG_OPS: Final = frozenset({"fold", "repair"})
+"""The protocol's ops that take a log given whole: it reads their events as seed entries (SESSION-CONFORMANCE-PROTOCOL.5),
+which is the protocol's decision: the upstream's foldSurface and interruptedTurnClosers take events already accepted
+and check none of them but the surface transitions foldSurface makes."""
+FOLDED: Final = ("SESSION-SURFACE-", "SESSION-SEED-ACCEPTANCE.2")
+"""What foldSurface itself checks of the events it folds (notes §2.G, R18): the surface rules and contiguity."""
+
+
+def level_of(rule_id: str, ground: Ground, op: object) -> Level:
+    """The level of `rule_id` broken by a request of `op`: `ground.at(op)`, except that a log given to fold or repair
+    is held to the seeds' rules only where the upstream's fold holds it (FOLDED); the rest is recommended (LOG_OPS)."""
+    if isinstance(op, str) and op in LOG_OPS:
+        return ground.level if op == "fold" and rule_id.startswith(FOLDED) else REC
+    return ground.at(op)
+DECISION_1: Final = ("decision 1: append checks what a seed checks, so every log it builds seeds again (seed 004 §13 "
+                     "calls append's missing payload schema a trade-off; the upstream's own seed refuses such a log)")
 
 FAMILIES: dict[str, Ground] = {
     "SESSION-LOSSLESS-JSON": Ground(R, "seed 004 §4: data is lossless JSON; null, booleans, strings and finite "
@@ -138,6 +150,10 @@ RULES: dict[str, Ground] = {
     "SESSION-LOSSLESS-JSON.2": Ground(REC, "decision 4: integers within +-(2**53-1), so every implementation reads "
                                            "one value; seed 004 §4 accepts any finite number (the upstream takes "
                                            "2**60)"),
+    "SESSION-LOSSLESS-JSON.8": Ground(REC, "decision 4: the value domain keeps integers and floats apart, as readers "
+                                           "in Python, Go and Rust do; JavaScript reads 1.0 and 1 as one number, so "
+                                           "the upstream cannot tell them apart, and a rejection resting on that "
+                                           "spelling alone is this spec's"),
     "SESSION-LOSSLESS-TEXT.4": Ground(REC, "decision 4: an integer text beyond +-(2**53-1) is refused, because a "
                                            "JavaScript reader rounds it to another integer; the upstream reads text "
                                            "with JSON.parse, which rounds"),
@@ -186,6 +202,10 @@ RULES: dict[str, Ground] = {
                                              "order (the session id, the header, then each seed entry in turn) makes "
                                              "the kind of a rejection comparable (the upstream checks the seed "
                                              "before the header in snapshot mode: notes §5.13)"),
+    "SESSION-CONFORMANCE-PROTOCOL.8": Ground(REC, "decision: the seeds fix no order between the checks of a fold or "
+                                                  "a repair; spec/10's order (an x- key the op does not take, the "
+                                                  "request's shape, then its events as seed entries) makes the kind of "
+                                                  "a rejection comparable"),
     "SESSION-LEGACY-UPGRADE.5": Ground(REC, "decision: every upgrade a load applies is reported, so a reader knows "
                                             "what it did not read verbatim"),
     "SESSION-LEGACY-UPGRADE.6": Ground(REC, "decision 1 extended: append and seed refuse what a load would upgrade "

@@ -88,3 +88,25 @@ def _open(stack: list[tuple[object, int]], entries: list[object], level: int, de
             pending.append((_Text(", "), level))
     stack.extend(pending)
     return start
+
+
+SHOWN_DEPTH: Final = 64
+SHOWN_NODES: Final = 20_000
+
+
+def bounded(value: object, *, depth: int = SHOWN_DEPTH, nodes: int = SHOWN_NODES, limit: int = 2000) -> object:
+    """`value` itself when a report can hold it (at most `depth` levels and `nodes` values, checked without
+    recursion), else its `preview` as a string: a report's JSON keeps ordinary values as they are and never
+    recurses into, or copies, what a testee sent to exhaust it."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    seen = 0
+    while stack:
+        item, level = stack.pop()
+        seen += 1
+        if seen > nodes or level > depth or (isinstance(item, str) and len(item) > 100 * limit):
+            return "(too large to show) " + preview(value, limit)
+        if isinstance(item, dict):
+            stack.extend((child, level + 1) for child in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, level + 1) for child in item)
+    return value

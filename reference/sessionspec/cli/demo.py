@@ -22,7 +22,7 @@ from sessionspec import storage
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.check import print_text
 from sessionspec.cli.render import Style, point_in_time, render_text
-from sessionspec.conformance import runner
+from sessionspec.conformance import report, runner
 from sessionspec.logcheck.checkfile import check_path
 from sessionspec.testing import implementations as impls
 from sessionspec.testing.builders import (
@@ -133,7 +133,7 @@ def show_the_oracle(directory: Path, style: Style) -> None:
         print(f"the testee could not be run: {error}")
         return
     for found in result.divergences:
-        print(runner.explain(found, shown))
+        print(report.explain(found, shown))
         print(style.dim("  the shrunk trace, request by request:"))
         for request in found.trace:
             print("    " + (request if isinstance(request, str) else json.dumps(request, ensure_ascii=False))[:160])

@@ -49,7 +49,12 @@ class Progress:
     def drawn(self) -> bool:
         return self._bar is not None
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, label: str | None = None) -> None:
+        """Show `done` of `total` (0: unknown), under `label` when a run moves to its next phase."""
+        if label is not None and label != self.label:
+            self.label = label
+            if self._bar is not None and self._task is not None:
+                self._bar.update(self._task, description=label)
         if not self.enabled or time.monotonic() - self._started < self._delay:
             return
         if self._bar is None:

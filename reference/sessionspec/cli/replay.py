@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec.cli import COMMANDS
-from sessionspec.conformance import runner
+from sessionspec.conformance import report, runner
 from sessionspec.model import Session
 from sessionspec.testing import implementations
 from sessionspec.wire.compare import differences, op_of
@@ -95,7 +95,7 @@ def _against_testee(trace: Trace, command: list[str], path: Path, timeout: float
         print(f"sessionspec replay: the testee could not be run: {error}", file=sys.stderr)
         return 2
     for found in result.divergences:
-        print(runner.explain(found, command))
+        print(report.explain(found, command))
     summary = f"{len(result.divergences)} divergence" if result.divergences else "no divergence"
     print(f"{len(trace.requests)} requests replayed on {shlex.join(command)}: {summary}", file=sys.stderr)
     return 1 if result.divergences else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sessionspec.wire.divergence import Divergence
@@ -58,6 +58,8 @@ class Verdict:
     expected: list[Divergence]
     unexpected: list[Divergence]
     stale: list[str]
+    entries: dict[int, Entry] = field(default_factory=dict)
+    """The entry that lists each expected divergence, by the divergence's id()."""
 
     @property
     def ok(self) -> bool:
@@ -74,10 +76,13 @@ def judge(entries: Iterable[Entry], divergences: Iterable[Divergence], *, search
     expected: list[Divergence] = []
     unexpected: list[Divergence] = []
     matched: set[int] = set()
+    listing: dict[int, Entry] = {}
     for divergence in divergences:
         hits = [entry for entry in entries if entry.matches(divergence)]
         matched.update(entry.line for entry in hits)
         (expected if hits else unexpected).append(divergence)
+        if hits:
+            listing[id(divergence)] = hits[0]
     stale = []
     for entry in entries:
         if entry.line in matched:
@@ -85,7 +90,7 @@ def judge(entries: Iterable[Entry], divergences: Iterable[Divergence], *, search
         if not searched and not _is_vector_id(entry.key):
             continue
         stale.append(f"line {entry.line}: {entry.text()} passes now (remove it)")
-    return Verdict(expected, unexpected, stale)
+    return Verdict(expected, unexpected, stale, listing)
 
 
 def _is_vector_id(key: str) -> bool:
@@ -94,7 +99,20 @@ def _is_vector_id(key: str) -> bool:
 
 
 def rewrite(path: Path, divergences: Iterable[Divergence]) -> None:
-    """`--fix`: the list of what was observed, one entry per key, sorted."""
-    observed = sorted({f"{key_of(d)} {d.answered}" for d in divergences})
-    header = "# Known conformance divergences (sessionspec conform --failures FILE --fix writes this).\n"
-    path.write_text(header + "".join(f"{line}\n" for line in observed), encoding="utf-8")
+    """`--fix`: the list of what was observed, one entry per key, in two sections by level, each entry with a comment
+    saying what the testee answers where the reference does what (edit it to say why)."""
+    notes: dict[tuple[str, str], str] = {}
+    for d in divergences:
+        notes.setdefault((d.level, f"{key_of(d)} {d.answered}"), f"testee {d.answered}; reference {_verdict(d)}")
+    lines = ["# Known conformance divergences (sessionspec conform --failures FILE --fix writes this; edit the comments).",
+             "# One entry a line: a vector id or a family (OP:RULE), then what the testee answers; # starts a comment."]
+    for level, title in (("required", "deviations from what the seeds state"), ("recommended", "rules this spec added")):
+        entries = sorted((entry, note) for (at, entry), note in notes.items() if at == level)
+        if entries:
+            lines += ["", f"# --- {level}: {title}"]
+            lines += [f"{entry}  # {note}" for entry, note in entries]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _verdict(d: Divergence) -> str:
+    return f"rejects ({d.rule})" if d.expected.get("ok") is False else "accepts"

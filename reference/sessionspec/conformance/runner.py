@@ -1,51 +1,41 @@
 """`sessionspec conform`: the vectors and the machine against a testee, every divergence family in one run.
 
 The runner must be the most robust program in the repository: whatever the testee does (crash,
-hang, print garbage, answer forever) the run ends within its budget with a report and an exit
-code: 0 for no divergence (after the failure list), 1 for divergences, 2 when the testee could not
-be run at all. The machine keeps searching after a divergence: each new family is shrunk by
-Hypothesis, then cut down further by replaying the trace without each request in turn
-(`minimize`), recorded, and from then on known, so the next pass looks for the next family.
+hang, print garbage, answer forever, keep dying) the run ends within its deadline with a report of
+everything found so far and an exit code: 0 for no divergence (after the failure list), 1 for
+divergences, 2 when the testee could not be run at all or the run could not finish. A testee that
+gives no valid answer several times in a row, or has to be restarted too often, is declared
+unusable: the vectors left are counted as not run (skipped, with why), the machine is skipped, and
+the report is written. An error in the runner itself is the oracle's fault, and said so: the report
+of what was found is still written, and the traceback goes to a file in the run's directory.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import json
-import shlex
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis.errors import Flaky, Unsatisfiable
-from hypothesis.internal.conjecture import engine
-from hypothesis.stateful import run_state_machine_as_test
-
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.cuts import accepted_seqs, alone, cuts, unseeded
-from sessionspec.testing import profiles
-from sessionspec.testing.testee_machine import testee_machine
-from sessionspec.wire.client import Connection, TesteeFailure
-from sessionspec.wire.compare import describe, op_of
+from sessionspec.conformance.minimize import aftermath
+from sessionspec.conformance.search import collector_for_a_search, search
+from sessionspec.wire.client import Connection, RunOver, TesteeFailure
+from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
-from sessionspec.wire.protocol import HOOKS, INPROCESS, Answer
-from sessionspec.wire.trace import Trace, write_trace
+from sessionspec.wire.protocol import Answer
+from sessionspec.wire.trace import Trace, fresh_directory, write_trace
 from sessionspec.wire.verdict import breaches_from_json
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
-MAX_FAMILIES: Final = 32
-"""Search passes end after this many families: a testee this far off needs fixing before more searching."""
-SHRINK_SECONDS: Final = 5.0
-"""Hypothesis's shrinking per family, before `minimize`. `minimize` cuts a trace to its family's shortest on its
-own (measured on three planted deviations with no Hypothesis shrinking at all); this budget buys smaller
-values inside the requests. It was once 30 s to hide a bug in the pipelined exchange (a divergence carried the
-next session's trace, which no cut could reproduce), which made each default run against a deviating testee
-spend minutes shrinking, and which timed out to a 25-request trace on a slower machine."""
+DEADLINE: Final = 1800.0
+"""The run's own deadline, in seconds, when none is given: far beyond what a default run takes (about a minute),
+so a CI never needs to set it, and short enough that a testee that stalls cannot hold a CI slot for its hours."""
+
+Progress = Callable[[str, int, int], None]
 
 
 class Unrunnable(Exception):
@@ -55,40 +45,64 @@ class Unrunnable(Exception):
 @dataclass
 class Options:
     command: list[str]
-    examples: int | None = 30
+    examples: int | None = 200
+    """The machine's examples in all (Hypothesis's max_examples); a profile's setting when a profile is named."""
     seconds: float | None = None
+    """The machine's search budget; the vectors and the minimizing of what it finds come on top (up to `deadline`)."""
     profile: str | None = None
     timeout: float = 10.0
+    deadline: float = DEADLINE
+    """The whole run's budget, in seconds: past it the run stops where it is and reports."""
     vectors_dir: Path = vector_files.DEFAULT_DIR
     replay: Path | None = None
     traces_dir: Path | None = None
+    """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
     known: frozenset[str] = frozenset()
     """Machine families the failure list names: known from the start, so the search looks past them."""
 
 
 @dataclass
+class VectorOutcome:
+    """One vector's outcome: passed, failed (with its divergence) or skipped (with why), and how long it took."""
+
+    id: str
+    status: str
+    seconds: float = 0.0
+    divergence: Divergence | None = None
+    reason: str = ""
+
+
+@dataclass
 class Result:
     testee: Answer
-    passed: int = 0
-    failed: int = 0
-    vector_ids: list[str] = field(default_factory=list)
+    vectors: list[VectorOutcome] = field(default_factory=list)
     examples: int = 0
     divergences: list[Divergence] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0
+    machine_seconds: float = 0.0
+    searched: bool = False
+    """Whether the machine's search ran (a failure list's machine entries are judged only then)."""
     partial: bool = False
     stopped: str | None = None
-    """Why the run stopped early (a testee that keeps failing), if it did."""
+    """Why the run stopped early (a testee declared unusable, the deadline), if it did."""
+    crash: str | None = None
+    """The oracle's own failure, if the run could not complete because of it (the traceback's file is named)."""
+    traces: Path | None = None
 
-    def report(self) -> dict[str, Any]:
-        """The --json report (spec/10-conformance.md)."""
-        machine = sum(d.source == "machine" for d in self.divergences)
-        return {"testee": self.testee, "vectors": {"passed": self.passed, "failed": self.failed},
-                "machine": {"examples": self.examples, "divergences": machine}, "unchecked": self.unchecked,
-                "requests": self.requests, "seconds": round(self.seconds, 3), "stopped": self.stopped,
-                "divergences": [d.to_json() for d in self.divergences]}
+    @property
+    def passed(self) -> int:
+        return sum(v.status == "passed" for v in self.vectors)
+
+    @property
+    def failed(self) -> int:
+        return sum(v.status == "failed" for v in self.vectors)
+
+    @property
+    def vector_ids(self) -> list[str]:
+        return [v.id for v in self.vectors]
 
 
 def hello(connection: Connection) -> Answer:
@@ -105,153 +119,54 @@ def hello(connection: Connection) -> Answer:
 # --- vectors ------------------------------------------------------------------------------------
 
 
-def run_vector(exchange: Exchange, vector: dict[str, Any]) -> Divergence | None:
-    """Every step of one vector against its recorded answers, then its final snapshot; pipelined."""
+def run_vector(exchange: Exchange, vector: dict[str, Any]) -> VectorOutcome:
+    """Every step of one vector against its recorded answers, then its final snapshot; pipelined. A vector whose
+    last step's op the testee does not implement (an optional one) is skipped, not passed."""
+    started = time.perf_counter()
     exchange.begin("vector", vector["id"])
+    steps = vector["steps"]
     try:
-        for step in vector["steps"]:
+        for step in steps:
             exchange.send(step["line"] if "line" in step else step["request"], expected=step["expected"],
                           breaches=breaches_from_json(step.get("breaches")))
         exchange.send({"op": "snapshot"}, expected=vector["final"])
         exchange.flush()
     except DivergenceFound as found:
-        return found.divergence
+        return VectorOutcome(vector["id"], "failed", time.perf_counter() - started, found.divergence)
+    unimplemented = [op for position, op in exchange.skipped if position == len(steps)]
+    if unimplemented:
+        return VectorOutcome(vector["id"], "skipped", time.perf_counter() - started,
+                             reason=f"the testee does not implement {unimplemented[0]} (an optional op)")
+    return VectorOutcome(vector["id"], "passed", time.perf_counter() - started)
+
+
+def _run_vectors(exchange: Exchange, options: Options, result: Result, progress: Progress | None) -> None:
+    if options.skip_vectors:
+        result.partial = True
+        return
+    vectors = vector_files.load(options.vectors_dir)
+    for number, vector in enumerate(vectors):
+        why = _unusable(exchange) or ("the run's deadline passed" if exchange.past_deadline else None)
+        if why is not None:
+            result.stopped = result.stopped or why
+            result.vectors.extend(VectorOutcome(v["id"], "skipped", reason=f"not run: {why}") for v in vectors[number:])
+            result.partial = True
+            return
+        outcome = run_vector(exchange, vector)
+        result.vectors.append(outcome)
+        if outcome.divergence is not None:
+            result.divergences.append(outcome.divergence)
+        if progress is not None:
+            progress("vectors", number + 1, len(vectors))
+
+
+def _unusable(exchange: Exchange) -> str | None:
+    """Why the testee is declared unusable, if it is: it keeps failing, or keeps having to be restarted."""
+    if exchange.gave_up:
+        return f"the testee gave no valid answer {exchange.streak} times in a row (declared unusable)"
+    if exchange.connection.restarts > exchange.max_restarts:
+        return f"the testee had to be restarted {exchange.connection.restarts} times (declared unusable)"
     return None
-
-
-# --- the machine --------------------------------------------------------------------------------
-
-
-def machine_settings(options: Options) -> settings:
-    """The search's settings. Quiet: conform reports each divergence itself (its trace and one-line replay);
-    Hypothesis's own report names steps of a test the user never wrote, and an `@seed` to add to it."""
-    if options.profile is not None:
-        profiles.register()
-        return settings(settings.get_profile(options.profile), database=None, deadline=None, report_multiple_bugs=False,
-                        print_blob=False, verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
-    return settings(max_examples=max(1, options.examples or 1), stateful_step_count=25, deadline=None, database=None,
-                    derandomize=True, report_multiple_bugs=False, print_blob=False, verbosity=Verbosity.quiet,
-                    phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
-
-
-@contextlib.contextmanager
-def collector_for_a_search() -> Iterator[None]:
-    """CPython's cyclic collector set for the machine's search, and put back after it.
-
-    A search keeps many objects for long (the oracle's tree of answers and sessions, Hypothesis's
-    tree of choices) and makes many that die young. With the default thresholds the collector's full
-    walks over all of them were about a tenth of the runner's CPU (measured with `gc.callbacks` over
-    100 examples: 0.46 s of about 4.4 s); with what exists when the search starts (modules, vectors)
-    frozen out of its walks and a young collection every 10,000 net allocations instead of 700, 0.11 s.
-    When the search ends the thresholds are put back and the frozen objects are under the collector again.
-    """
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(10_000, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
-def search(exchange: Exchange, options: Options, testee: Answer) -> tuple[int, list[Divergence]]:
-    """Every divergence family the machine finds within the budget, each shrunk and minimized."""
-    extensions = testee.get("extensions")
-    deadline = time.monotonic() + options.seconds if options.seconds else None
-    listed = extensions if isinstance(extensions, list) else []
-    machine = testee_machine(exchange, hooks=HOOKS in listed, inprocess=INPROCESS in listed, deadline=deadline)
-    found: list[Divergence] = []
-    families = set(options.known)
-    exchange.known = lambda divergence: divergence.family in families
-    examples = 0
-    shrink = engine.MAX_SHRINKING_SECONDS
-    try:
-        while len(found) < MAX_FAMILIES:
-            seconds = SHRINK_SECONDS if deadline is None else max(1.0, deadline - time.monotonic())
-            engine.MAX_SHRINKING_SECONDS = int(seconds)
-            exchange.last = None
-            machine.examples = 0
-            try:
-                run_state_machine_as_test(machine, settings=machine_settings(options))
-            except (AssertionError, Flaky) as error:
-                if exchange.last is None and isinstance(error, Flaky) and deadline is not None \
-                        and time.monotonic() > deadline:
-                    break  # examples rejected at once past the deadline look like inconsistent generation: budget spent
-                if exchange.last is None:
-                    raise RuntimeError(f"the machine failed without a recorded divergence: {error!r}") from error
-            except Unsatisfiable:
-                break  # every example was rejected at its start: the budget is spent or the testee gave out
-            finally:
-                examples += machine.examples
-            if exchange.last is None:
-                break
-            divergence = minimize(exchange, exchange.last)
-            families.add(divergence.family)
-            found.append(divergence)
-            if deadline is not None and time.monotonic() > deadline:
-                break
-    finally:
-        engine.MAX_SHRINKING_SECONDS = shrink
-    met = [d for family, d in exchange.met.items() if family in options.known]
-    return examples, [*found, *met]
-
-
-def _reproduces(exchange: Exchange, trace: list[Any], family: str) -> Divergence | None:
-    """Replay `trace` lock-step; the divergence it ends in, if it is of `family`."""
-    exchange.begin("machine")
-    exchange.known = lambda divergence: False
-    try:
-        for request in trace:
-            exchange.send(request)
-        exchange.flush()
-    except DivergenceFound as found:
-        return found.divergence if found.divergence.family == family else None
-    return None
-
-
-def minimize(exchange: Exchange, divergence: Divergence) -> Divergence:
-    """The divergence's trace cut down: snapshots before the diverging request dropped, then runs of requests
-    whose removal still reproduces the same family, halving the run length down to single requests, and
-    single requests to a fixpoint (no one request can go). The first request (the create) and the last (the
-    diverging one) stay; a create from a seed is first tried as a create without one and the seed's events
-    as appends (`cuts.unseeded`). A removed append's seq is taken out of the seq references after it (`cuts.without`), so
-    a replacement later in the log still names what it named; where that does not reproduce, the plain cut is
-    tried. Every cut is kept only if replaying it reproduces the family: the trace stays a reproduction."""
-    known = exchange.known
-    trace = [r for r in divergence.trace[:-1] if op_of(r) != "snapshot"] + divergence.trace[-1:]
-    best = _reproduces(exchange, trace, divergence.family) or divergence
-    trace = best.trace
-    for candidate in (alone(trace), unseeded(trace)):  # the diverging request in a fresh session; the seed as appends
-        attempt = _reproduces(exchange, candidate, divergence.family) if candidate is not None else None
-        if attempt is not None and len(attempt.trace) < len(trace):
-            best, trace = attempt, attempt.trace
-            break
-    length = max(1, (len(trace) - 2) // 2)
-    while True:
-        removed = False
-        position = 1
-        seqs = accepted_seqs(trace)
-        while position < len(trace) - 1:
-            stop = min(position + length, len(trace) - 1)
-            attempt = None
-            for candidate in cuts(trace, position, stop, seqs):
-                attempt = _reproduces(exchange, candidate, divergence.family)
-                if attempt is not None and len(attempt.trace) < len(trace):
-                    break
-                attempt = None
-            if attempt is not None:
-                best, trace, removed = attempt, attempt.trace, True
-                seqs = accepted_seqs(trace)
-            else:
-                position += length
-        if length > 1:
-            length //= 2
-        elif not removed:
-            break
-    exchange.known = known
-    best.source, best.id = divergence.source, divergence.id
-    return best
 
 
 # --- a whole run ---------------------------------------------------------------------------------
@@ -269,91 +184,109 @@ def replay(exchange: Exchange, trace: Trace, name: str) -> list[Divergence]:
     return []
 
 
-def run(options: Options, *, trace: Trace | None = None,
-        progress: Callable[[str, int, int], None] | None = None) -> Result:
-    """Hello, every vector, then the machine's search (or only a replay of `trace`); raises Unrunnable."""
-    connection = Connection(options.command, timeout=options.timeout)
+def run(options: Options, *, trace: Trace | None = None, progress: Progress | None = None) -> Result:
+    """Hello, every vector, then the machine's search (or only a replay of `trace`); raises Unrunnable.
+
+    Whatever happens after hello, a Result comes back holding everything found so far: `stopped` says why
+    the run ended early, `crash` that the oracle itself failed."""
+    end = time.monotonic() + options.deadline
+    connection = Connection(options.command, timeout=options.timeout, deadline=end)
+    result = Result({})
+    result.traces = options.traces_dir or fresh_directory()
+    started = time.perf_counter()
     try:
-        result = Result(hello(connection))
-        exchange = Exchange(connection)
-        started = time.perf_counter()
-        if trace is not None:
-            result.divergences = replay(exchange, trace, options.replay.name if options.replay else "trace")
-            result.partial = True
-        else:
-            _run_vectors(exchange, options, result, progress)
-            if (options.examples == 0 and options.profile is None) or exchange.gave_up:
-                result.partial = True
-            else:
-                with collector_for_a_search():
-                    result.examples, found = search(exchange, options, result.testee)
-                result.divergences.extend(found)
+        result.testee = hello(connection)
+        exchange = Exchange(connection, deadline=end)
+        _phases(exchange, options, result, trace, progress, end)
         result.unchecked = sorted(exchange.unchecked)
+    except Unrunnable:
+        connection.close()
+        raise
+    except RunOver:
+        result.stopped, result.partial = f"the run's deadline ({options.deadline:g} s) passed", True
+    except Exception as error:  # the oracle's own fault: report what was found, and where the traceback is
+        result.crash, result.partial = _crash_report(error, result.traces), True
+    finally:
         result.requests = connection.requests
         result.seconds = time.perf_counter() - started
-    finally:
         connection.close()
-    write_traces(result, options)
+    _write_traces(result, options)
     return result
 
 
-def _run_vectors(exchange: Exchange, options: Options, result: Result,
-                 progress: Callable[[str, int, int], None] | None) -> None:
-    if options.skip_vectors:
+def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace | None, progress: Progress | None,
+            end: float) -> None:
+    if trace is not None:
+        result.divergences = replay(exchange, trace, options.replay.name if options.replay else "trace")
         result.partial = True
         return
-    vectors = vector_files.load(options.vectors_dir)
-    for number, vector in enumerate(vectors):
-        if exchange.gave_up:
-            result.stopped = (f"the testee failed {exchange.streak} times in a row; {len(vectors) - number} vectors and the "
-                              f"machine were not run")
-            result.partial = True
-            return
-        result.vector_ids.append(vector["id"])
-        found = run_vector(exchange, vector)
-        if found is None:
-            result.passed += 1
-        else:
-            result.failed += 1
-            result.divergences.append(found)
-        if progress is not None:
-            progress("vectors", number + 1, len(vectors))
-
-
-def write_traces(result: Result, options: Options) -> None:
-    """Each divergence's requests as a trace file, for the one-line reproduction."""
-    if not result.divergences:
+    _run_vectors(exchange, options, result, progress)
+    if (options.examples == 0 and options.profile is None) or result.stopped is not None:
+        result.partial = True
         return
+    budget = end if options.seconds is None else min(end, time.monotonic() + options.seconds)
+    started = time.perf_counter()
+    with collector_for_a_search():
+        found = search(exchange, result.testee, examples=options.examples, profile=options.profile,
+                       known=options.known, deadline=budget, progress=progress)
+    result.machine_seconds = time.perf_counter() - started
+    result.examples, result.searched = found.examples, found.stopped is None
+    result.divergences.extend(found.found)
+    result.stopped = found.stopped or _unusable(exchange)
+    if exchange.past_deadline:
+        result.stopped = f"the run's deadline ({options.deadline:g} s) passed during the machine's search"
+    _follow(exchange, result, progress)
+
+
+FOLLOWED: Final = 4
+"""Divergences of one family whose aftermath is asked (the shortest first) until one leaves the session broken."""
+
+
+def _follow(exchange: Exchange, result: Result, progress: Progress | None) -> None:
+    """What each family leaves the testee's session as (`minimize.aftermath`): asked of its shortest divergences
+    (the machine's minimized one first) until one shows the session broken, since the fault that breaks it may be
+    one input of the family and not another (an assistant message with no message, not a user message that is a
+    string)."""
+    families: dict[str, list[Divergence]] = {}
+    for found in result.divergences:
+        families.setdefault(found.family, []).append(found)
+    for number, members in enumerate(families.values()):
+        if progress is not None:
+            progress("following each family", number, len(families))
+        for found in sorted(members, key=lambda d: (d.source != "machine", len(d.trace), d.id))[:FOLLOWED]:
+            if exchange.past_deadline or _unusable(exchange):
+                return
+            found.aftermath = aftermath(exchange, found)
+            if broken(found.aftermath):
+                break
+
+
+def broken(after: dict[str, str]) -> bool:
+    """Whether an aftermath shows the session broken: a probe that failed, not one refused as unsupported."""
+    return any(answer not in ("ok", "unsupported") for answer in after.values())
+
+
+def _crash_report(error: BaseException, directory: Path) -> str:
+    path = directory / "oracle-traceback.txt"
+    try:
+        path.write_text("".join(traceback.format_exception(error)), encoding="utf-8")
+        where = f"; the traceback is in {path}"
+    except OSError:
+        where = ""
+    return f"{type(error).__name__}: {str(error)[:300]}{where}"
+
+
+def _write_traces(result: Result, options: Options) -> None:
+    """Each divergence's requests as a trace file, for the one-line reproduction (a file that cannot be written
+    leaves its divergence without one, never the run without a report)."""
+    assert result.traces is not None
     for found in result.divergences:
         if found.source == "replay" and options.replay is not None:
             found.replay = str(options.replay)
             continue
         trace = Trace(found.trace, "conform" if found.source == "machine" else found.source, found.id, None,
-                      {"family": found.family, "rule": found.rule, "why": found.why})
-        found.replay = str(write_trace(trace, options.traces_dir))
-
-
-def explain(found: Divergence, command: Sequence[str]) -> str:
-    """A divergence for a person: its family, what was sent, what the reference said and why, what the testee said."""
-    last = found.trace[-1] if found.trace else "(nothing)"
-    sent = last if isinstance(last, str) else _json(last)
-    sent = sent if len(sent) <= 500 else sent[:500] + "..."
-    lines = [f"DIVERGENCE [{found.family}] ({found.source} {found.id})",
-             f"  sent:      {sent}" + (f"  (request {len(found.trace)} of the trace)" if len(found.trace) > 1 else ""),
-             f"  reference: {describe(found.expected)}",
-             f"  testee:    {describe(found.actual)}"]
-    lines.extend(f"  differs:   {why}" for why in found.why)
-    if found.replay:
-        lines.append(f"  reproduce: sessionspec replay {shlex.quote(found.replay)} -- {shlex.join(command)}")
-    return "\n".join(lines)
-
-
-def _json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=repr)
-    except (ValueError, RecursionError):
-        return repr(type(value))
-
-
-def families(divergences: Iterable[Divergence]) -> list[str]:
-    return sorted({d.family for d in divergences if d.source == "machine"})
+                      {"family": found.family, "level": found.level, "rule": found.rule, "why": found.why})
+        try:
+            found.replay = str(write_trace(trace, result.traces))
+        except (OSError, ValueError):
+            found.replay = None

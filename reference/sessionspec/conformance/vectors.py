@@ -20,8 +20,8 @@ from sessionspec.conformance.registry import all_rules
 from sessionspec.errors import Kind
 from sessionspec.model import Session
 from sessionspec.resources import shipped
+from sessionspec.wire.breaching import breaches_of
 from sessionspec.wire.executor import Executor
-from sessionspec.wire.oracle import breaches_of
 from sessionspec.wire.protocol import dumps
 from sessionspec.wire.serve import answer_line
 

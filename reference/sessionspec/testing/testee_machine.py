@@ -33,7 +33,6 @@ import dataclasses
 import time
 from typing import Any, ClassVar
 
-from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -42,6 +41,7 @@ from sessionspec.testing import breaking, invalid, loops
 from sessionspec.testing import choose as generate
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.choose import Choose
+from sessionspec.wire.client import RunOver
 from sessionspec.wire.exchange import Exchange
 from sessionspec.wire.protocol import Answer
 
@@ -157,6 +157,21 @@ class _LoopReader:
         return dataclasses.replace(self.state, nodes=tuple(nodes), results=results)
 
 
+class SearchOver(KeyboardInterrupt):
+    """The search ends now: its budget is spent (its --seconds passed, the testee keeps failing; `why` is None) or
+    the run's deadline passed mid-example (`why` says so). Raised by the machine, caught by the search.
+
+    A KeyboardInterrupt because that is what Hypothesis lets leave a test at once, as "the user wants to stop",
+    recording nothing for the example it interrupted. Any other exception is a failure to Hypothesis: it records
+    the example's shorter draws in its tree of choices, sees "inconsistent data generation" against the earlier
+    example that went further on the same first draws (FlakyStrategyDefinition), and reports that as the failure
+    of a test the user never wrote; `hypothesis.reject()` records the example the same way."""
+
+    def __init__(self, why: str | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 class TesteeMachine(RuleBasedStateMachine):
     """The reference and the testee, request by request; `exchange` is the testee (set by `testee_machine`)."""
 
@@ -165,7 +180,7 @@ class TesteeMachine(RuleBasedStateMachine):
     inprocess: ClassVar[bool] = False
     """The testee's hello lists x-inprocess: it takes `x-append`, `x-mutate` and `x-rebuild`."""
     deadline: ClassVar[float | None] = None
-    """time.monotonic() after which examples are rejected at once: the run's --seconds budget."""
+    """time.monotonic() after which no example starts (`SearchOver`): the run's --seconds budget."""
     examples: ClassVar[int] = 0
 
     def __init__(self) -> None:
@@ -190,7 +205,10 @@ class TesteeMachine(RuleBasedStateMachine):
     def send(self, request: Any) -> Answer:
         if isinstance(request, dict) and request.get("op") == "create":
             self._loop = _LoopReader()  # a new session (or none): its log is read from the start
-        return self.exchange.send(request)
+        try:
+            return self.exchange.send(request)
+        except RunOver as over:
+            raise SearchOver(f"the run's deadline passed mid-example ({over})") from over
 
     def create(self, seed: list[Any] | None, header: Any = None) -> None:
         self.sessions += 1
@@ -210,10 +228,10 @@ class TesteeMachine(RuleBasedStateMachine):
     @initialize(header=HEADERS)
     def start(self, header: Any) -> None:
         deadline = type(self).deadline
-        spent = (deadline is not None and time.monotonic() > deadline) or self.exchange.gave_up
-        if spent and self.exchange.last is None:
-            reject()  # the budget is spent, or the testee keeps failing: end the run quickly (but a divergence
-            # being shrunk is replayed as it was drawn, or Hypothesis sees its generation change under it)
+        spent = (deadline is not None and time.monotonic() > deadline) or self.exchange.gave_up \
+            or self.exchange.connection.restarts > self.exchange.max_restarts
+        if spent:
+            raise SearchOver  # the budget is spent, or the testee keeps failing: end the search now
         self.create(None, header)
 
     @rule(requests=AGENT_LOOP)
@@ -262,7 +280,10 @@ class TesteeMachine(RuleBasedStateMachine):
         self.look()
 
     def teardown(self) -> None:
-        self.exchange.flush()
+        try:
+            self.exchange.flush()
+        except RunOver as over:
+            raise SearchOver(f"the run's deadline passed mid-example ({over})") from over
 
 
 def testee_machine(exchange: Exchange, *, hooks: bool, inprocess: bool = False,

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -38,11 +39,17 @@ from sessionspec.jsontext import parse
 from sessionspec.wire.protocol import MAX_LINE_BYTES, Answer, dumps
 
 STDERR_TAIL: Final = 4096
+EXIT_POLL: Final = 0.25
+"""Seconds between looks at whether the testee has exited while its answer is awaited."""
 BATCH: Final = 32
 """Request lines held before they are written (unless an answer is wanted first)."""
 BATCH_BYTES: Final = 1 << 16
 READ_BYTES: Final = 1 << 18
 _LONG_DIGITS: Final = re.compile(rb"\d{20,}")
+
+
+class RunOver(Exception):
+    """The run's own deadline passed while the runner waited: not the testee's failure, the end of the run."""
 
 
 class TesteeFailure(Exception):
@@ -110,9 +117,11 @@ class Connection:
     """One running testee. `send` queues a request line, `receive` reads the next answer; `request` does both."""
 
     def __init__(self, command: Sequence[str], *, timeout: float = 10.0, bound: int | None = None,
-                 batch: int = BATCH) -> None:
+                 batch: int = BATCH, deadline: float | None = None) -> None:
         self.command = list(command)
         self.timeout = timeout
+        self.deadline = deadline
+        """time.monotonic() past which no wait goes on: RunOver, the run's end, not a testee failure."""
         self.bound = bound if bound is not None else MAX_LINE_BYTES
         self.batch = max(1, batch)
         self.restarts = 0
@@ -131,8 +140,9 @@ class Connection:
         """Start (or restart) the testee; raises TesteeFailure("unstartable") if it cannot be run at all."""
         self.close()
         try:
+            # Its own process group (session): whatever it forks is killed with it, and holds no pipe of ours after.
             process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, bufsize=0)
+                                       stderr=subprocess.PIPE, bufsize=0, start_new_session=True)
         except (OSError, ValueError) as error:
             raise TesteeFailure("unstartable", f"cannot start testee {self.command}: {error}") from None
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
@@ -171,11 +181,14 @@ class Connection:
         return TesteeFailure(kind, what + (f"; stderr: {tail[-600:]}" if tail else ""))
 
     def _kill(self) -> None:
+        """The testee and every process it started (its process group) killed, its pipes closed."""
         process, self._process = self._process, None
         self._queued, self._queued_bytes = [], 0
         self._sent.clear()
         if process is None:
             return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # the group: a child still holding stdout goes too
         if process.poll() is None:
             process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -261,10 +274,7 @@ class Connection:
             sent = self._sent[0] if self._sent else time.monotonic()
             deadline = max(sent, self._last_answer) + self.timeout
             while not answers.lines and answers.ended is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                    raise self._failure("timeout", f"no answer within {self.timeout:g} s")
-                self._read(fd)
+                self._wait(fd, deadline)
         if not answers.lines:
             if answers.ended == "overflow":
                 raise self._failure("overflow", f"wrote an answer line over {self.bound:,} bytes")
@@ -273,6 +283,29 @@ class Connection:
             self._sent.popleft()
         self._last_answer = time.monotonic()
         return answers.lines.popleft()
+
+    def _wait(self, fd: int, deadline: float) -> None:
+        """Read what the testee writes next, by `deadline` (the answer's) and the run's own deadline.
+
+        Waits in short slices, so a testee that exited is noticed even when a process it started still
+        holds its stdout open (EOF would then never come): its answers end with it."""
+        while True:
+            now = time.monotonic()
+            if self.deadline is not None and now >= self.deadline:
+                self._kill()
+                raise RunOver("the run's deadline passed")
+            if now >= deadline:
+                raise self._failure("timeout", f"no answer within {self.timeout:g} s")
+            ready = select.select([fd], [], [], min(EXIT_POLL, deadline - now))[0]
+            if ready:
+                self._read(fd)
+                return
+            process = self._process
+            if process is not None and process.poll() is not None:
+                self._read(fd)  # what it wrote before it exited, if anything is there now
+                if not self._answers.lines:
+                    self._answers.ended = "closed"
+                return
 
     def receive(self) -> Answer:
         """The answer to the oldest request in flight; raises TesteeFailure."""

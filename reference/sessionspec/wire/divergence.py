@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessionspec.preview import bounded
 from sessionspec.wire.protocol import Answer
 from sessionspec.wire.verdict import Breach, judge
 
@@ -58,6 +59,8 @@ class Divergence:
     named: str | None = None
     """The rule the family is named after when it is not the reference's: the check-order rule, for a testee that
     rejected with the kind of another rule the request breaks."""
+    aftermath: dict[str, str] = field(default_factory=dict)
+    """What the testee answered to a snapshot, a valid append and a repair after the trace: "ok", or how it failed."""
 
     @property
     def key(self) -> str:
@@ -72,9 +75,12 @@ class Divergence:
         return f"{self.key} {self.answered}"
 
     def to_json(self) -> dict[str, Any]:
+        """For a report: values a testee or the machine made (answers, requests) are `bounded`, so a report never
+        recurses into or copies a value built to exhaust it; the trace file holds the requests whole."""
         return {"source": self.source, "id": self.id, "family": self.family, "level": self.level, "op": self.op,
                 "rule": self.rule, "kind": self.kind, "breaches": [b.to_json() for b in self.breaches],
-                "expected": self.expected, "actual": self.actual, "why": self.why, "trace": self.trace,
+                "expected": bounded(self.expected), "actual": bounded(self.actual), "why": self.why,
+                "trace": [bounded(request) for request in self.trace], "aftermath": self.aftermath,
                 "replay": self.replay}
 
 

@@ -19,12 +19,14 @@ answers in flight, so the runner waits for the testee only at the end of an exam
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
 
-from sessionspec.wire.client import Connection, TesteeFailure, parse_answer
+from sessionspec.catalog import END_SEED
+from sessionspec.wire.client import Connection, RunOver, TesteeFailure, parse_answer
 from sessionspec.wire.compare import differences, op_of, skipped, unchecked
 from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.oracle import ReferenceExecutor
@@ -36,6 +38,15 @@ _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjs
 GIVE_UP: Final = 3
 """Testee failures in a row (no answer between them) after which the run stops asking: a testee that answers
 hello and then hangs must not cost a timeout per vector."""
+MAX_RESTARTS: Final = 50
+"""Restarts after which the testee is declared unusable: one that answers a few requests and then dies, every
+time, would otherwise be started again for every vector and every example."""
+
+
+def _sessions_still_alike(op: str | None, expected: Answer, actual: Answer) -> bool:
+    """Whether the testee's session is still the reference's after a divergence: a request both rejected (with
+    different kinds) changed neither. Anything else changed one of them, or showed that they already differ."""
+    return expected.get("ok") is False and actual.get("ok") is False
 
 
 class DivergenceFound(AssertionError):
@@ -94,8 +105,22 @@ class Exchange:
     """One testee and the reference; shared by the vectors, the machine and the trace minimiser."""
 
     def __init__(self, connection: Connection, *, known: Callable[[Divergence], bool] = lambda found: False,
-                 window: int = WINDOW) -> None:
+                 window: int = WINDOW, deadline: float | None = None) -> None:
         self.connection = connection
+        self.deadline = deadline
+        """time.monotonic() of the run's end: past it, `send` raises RunOver."""
+        self.max_restarts = MAX_RESTARTS
+        self.skipped: list[tuple[int, str]] = []
+        """The steps of the current case the testee answered `unsupported` for an optional op: (position, op)."""
+        self.collecting = False
+        """When set (the machine's search), a divergence of a new family is collected, not raised: the search goes on
+        through the example's budget. After a divergence that leaves the sessions apart, the answers in flight are
+        dropped and, at the next request, both sides are given the reference's session as a seed (`_resync`), so
+        the example goes on finding what else differs instead of ending its talk with the testee."""
+        self.collected: list[Divergence] = []
+        self.apart = False
+        """The sessions went apart and have not been made one again yet."""
+        self.resyncing = False
         self.known = known
         self.window = window
         self.oracle = ReferenceExecutor()
@@ -120,11 +145,16 @@ class Exchange:
     def gave_up(self) -> bool:
         return self.streak >= GIVE_UP
 
+    @property
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
     def begin(self, source: str = "machine", case: str | None = None) -> None:
         """A new example (or vector, named `case`): nothing in flight, nothing diverged."""
         self.drain()
         self.trace = []
-        self.quiet = False
+        self.skipped = []
+        self.quiet = self.apart = self.resyncing = False
         self.source, self.case = source, case
 
     def send(self, request: Any, *, expected: Answer | None = None, breaches: tuple[Breach, ...] = ()) -> Answer:
@@ -134,6 +164,10 @@ class Exchange:
         `breaches` the rules it records the request breaking.
         The answer returned is the reference's own (shared with later calls): read it, never change it.
         """
+        if self.past_deadline:
+            raise RunOver("the run's deadline passed")
+        if self.apart and self.collecting and op_of(request) != "create":
+            self._resync()
         line = encodable(request)
         if line is None:
             return {"ok": False, "error": {"kind": "json", "message": "JSON text cannot carry this request", "rule": None}}
@@ -192,6 +226,7 @@ class Exchange:
             self.connection.restart()
             self.quiet = True  # the new process has no session: nothing after this point can be compared
         if skipped(op, actual):
+            self.skipped.append((len(trace), str(op)))
             return
         self.unchecked.update(unchecked(expected, actual))
         why = differences(op, expected, actual)
@@ -199,12 +234,39 @@ class Exchange:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
                            trace, why, breaches=breaches)
-        self.quiet = True
-        self.drain()
-        if not self.known(found):
+        new = not self.known(found) and not (self.collecting and any(found.family == seen.family
+                                                                     for seen in self.collected))
+        if new and self.collecting:
+            self.collected.append(found)
+        elif new:
+            self.quiet = True
+            self.drain()
             self.last = found
             raise DivergenceFound(found)
-        self.met.setdefault(found.family, found)
+        else:
+            self.met.setdefault(found.family, found)
+        if not (self.connection.running and _sessions_still_alike(op, expected, actual)):
+            self.quiet = True  # the sessions differ from here on: what is in flight compares nothing
+            self.apart = not self.resyncing
+            self.drain()
+
+    def _resync(self) -> None:
+        """Both sides given the reference's session again, compared as any request is: a fresh session and its events
+        appended again, or, for a log holding a seed's marker (which append cannot write), a create seeded with it.
+        Nothing when the reference has no session."""
+        self.apart = False
+        current = self.oracle.current()
+        if current is None or not self.connection.running:
+            return
+        session_id, events, header = current
+        self.quiet = False
+        self.resyncing = True  # if the testee takes even this otherwise, the example stops comparing
+        if any(event.get("type") == END_SEED for event in events):
+            self.send({"op": "create", "id": session_id, "seed": events, "header": header})
+            return
+        self.send({"op": "create", "id": session_id, "seed": None, "header": header})
+        for event in events:
+            self.send({"op": "append", **{key: value for key, value in event.items() if key not in ("seq", "time")}})
 
     def drain(self) -> None:
         """Read and drop the answers still in flight (after a divergence they compare nothing)."""

@@ -24,6 +24,7 @@ from sessionspec.header import header_to_json
 from sessionspec.jsonvalue import is_safe_int, thaw
 from sessionspec.repair import closers
 from sessionspec.rules import check, fail
+from sessionspec.shapes import check_content
 from sessionspec.surface import fold
 from sessionspec.version import __version__
 from sessionspec.wire.immutability import attempt_mutation, mutate_everywhere
@@ -275,7 +276,13 @@ def _events_of(request: Mapping[str, Any]) -> list[Any]:
     events = request.get("events")
     if not isinstance(events, list):
         fail(EVENT_LIST, f"{request['op']} carries events, a list")
-    return [parse_event(raw, index) for index, raw in enumerate(events)]
+    parsed = []
+    for index, raw in enumerate(events):
+        # ... each read as a seed entry is (chapter 05): its envelope, then its content.
+        event = parse_event(raw, index)
+        check_content(event, index=index)
+        parsed.append(event)
+    return parsed
 
 
 _OPS: dict[str, Callable[[Executor, Mapping[str, Any]], Answer]] = {

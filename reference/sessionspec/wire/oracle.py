@@ -50,19 +50,17 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from sessionspec import model
-from sessionspec.breaches import append_breaches, create_breaches, events_breaches
 from sessionspec.envelope import Event
-from sessionspec.errors import Kind, SpecViolation
+from sessionspec.errors import SpecViolation
 from sessionspec.header import header_to_json
 from sessionspec.jsonvalue import FrozenDict, FrozenList, thaw
 from sessionspec.requestheader import fold_request_context, fold_request_header
-from sessionspec.rules import RULES
 from sessionspec.surface import Plan, ReplacePlan, Surface, apply, plan
 from sessionspec.views import project_all, transcript
+from sessionspec.wire.breaching import breaches_of
 from sessionspec.wire.executor import Executor
-from sessionspec.wire.protocol import CREATE_SHAPE, EVENT_LIST, EXTENSION, Answer, dumps, line_error, loads
-from sessionspec.wire.trace import untag
-from sessionspec.wire.verdict import Breach, breaches_for
+from sessionspec.wire.protocol import Answer, dumps, line_error, loads
+from sessionspec.wire.verdict import Breach
 
 T = TypeVar("T")
 REMEMBERED: Final = (50_000, 64 << 20)
@@ -77,72 +75,6 @@ def reference_answer(oracle: Executor, line: bytes) -> Answer:
     except SpecViolation as violation:
         return line_error(violation)
     return oracle.run(request)
-
-
-def breaches_of(line: bytes, answer: Answer, session: Any) -> tuple[Breach, ...]:
-    """Every rule the request of `line` breaks, the reference's own rule first: for a rejected append (on `session` as
-    it was), create, fold or repair, each check on its own; for any other rejection, the reference's rule alone.
-    Empty for an accepted request."""
-    if answer.get("ok") is not False:
-        return ()
-    error: Any = answer.get("error")
-    first, kind = (error.get("rule"), error.get("kind")) if isinstance(error, dict) else (None, None)
-    try:
-        request = loads(line)
-    except SpecViolation:
-        request = None
-    raw_op = request.get("op") if isinstance(request, dict) else None
-    op = raw_op if isinstance(raw_op, str) else None
-    try:
-        found = list(breaches_for(op, _violations(op, request, session) if isinstance(request, dict) else []))
-    except Exception:  # the breaches refine a verdict; a request they cannot read is judged by the first rule alone
-        found = []
-    if isinstance(first, str) and all(breach.rule != first for breach in found):
-        rule = RULES.get(first)
-        level = rule.ground.at(op).value if rule is not None else "required"
-        found.insert(0, Breach(first, str(kind), level))
-    found.sort(key=lambda breach: breach.rule != first)
-    return tuple(found)
-
-
-def _violations(op: Any, request: dict[str, Any], session: Any) -> list[SpecViolation]:
-    return [*_protocol_violations(op, request), *_session_violations(op, request, session)]
-
-
-def _protocol_violations(op: Any, request: dict[str, Any]) -> list[SpecViolation]:
-    """The request's shape (SESSION-CONFORMANCE-PROTOCOL.4-.6), each on its own: an unknown x- key is both an
-    extension the testee does not offer and a key the op does not take."""
-    out = []
-    known = {"create": {"id", "seed", "header"}, "fold": {"events"}, "repair": {"events"}}.get(op)
-    if any(key.startswith("x-") and key not in ("x-time", "x-messages") for key in request) and op != "append":
-        out.append(SpecViolation(EXTENSION, Kind.UNSUPPORTED, "an extension key the request's op does not take"))
-    if known is not None:
-        extra = set(request) - known - {"op", "x-time"}
-        shape_ok = not extra and known <= set(request) and (op == "create" or isinstance(request.get("events"), list))
-        if not shape_ok:
-            rule = CREATE_SHAPE if op == "create" else EVENT_LIST
-            out.append(SpecViolation(rule, Kind.ENVELOPE, f"{op} does not carry exactly {sorted(known)}"))
-    return out
-
-
-def _session_violations(op: Any, request: dict[str, Any], session: Any) -> list[SpecViolation]:
-    if op in ("append", "x-append") and session is not None:
-        body: Any = {k: v for k, v in request.items() if not k.startswith("x-")}
-        if op == "x-append":
-            try:
-                body = untag(request.get("request"))
-            except ValueError:
-                return []
-        if isinstance(body, dict):
-            body.pop("op", None)
-        if isinstance(session, Reference):  # its fold is carried; any other session folds on demand
-            return append_breaches(session._log, session._nodes, body)
-        return append_breaches(session.events, session.surface.nodes, body)
-    if op == "create":
-        return create_breaches(request)
-    if op in ("fold", "repair"):
-        return events_breaches(request.get("events"))
-    return []
 
 
 class Reference(model.Session):
@@ -260,11 +192,7 @@ class ReferenceExecutor(Executor):
         if step is not None:
             self._step, self._behind = step, True
             return step.answer, step.written
-        if self._behind:
-            assert self._step is not None
-            kept, self._now = self._step.state
-            self.session = None if kept is None else Reference.at(kept)
-            self._behind = False
+        self._catch_up()
         before = self.session
         self._reset = False
         answer = reference_answer(self, line)
@@ -281,6 +209,22 @@ class ReferenceExecutor(Executor):
             self._step.after[line] = step
         self._step = step
         return answer, step.written
+
+    def _catch_up(self) -> None:
+        """The executor's own state made the one the last line's step left (lines were answered from the tree)."""
+        if self._behind:
+            assert self._step is not None
+            kept, self._now = self._step.state
+            self.session = None if kept is None else Reference.at(kept)
+            self._behind = False
+
+    def current(self) -> tuple[str, list[Any], Any] | None:
+        """The session the lines so far left, as a create would seed it: (id, events, header), or None for none."""
+        self._catch_up()
+        session = self.session
+        if session is None:
+            return None
+        return session.id, [self.event_json(event) for event in session.events], header_to_json(session.header)
 
     def breaches(self) -> tuple[Breach, ...]:
         """Every rule the last line answered breaks (empty unless the reference rejected it)."""

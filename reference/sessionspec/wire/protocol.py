@@ -57,6 +57,8 @@ EVENT_LIST = define("SESSION-CONFORMANCE-PROTOCOL.5", K.ENVELOPE, "fold and repa
 EXTENSION = define("SESSION-CONFORMANCE-PROTOCOL.6", K.UNSUPPORTED,
                    "an extension key or value the testee does not offer is refused as unsupported, never ignored")
 LINE_BOUND = define("SESSION-CONFORMANCE-PROTOCOL.7", K.JSON, "a request line is at most 64 MiB")
+ORDER = define("SESSION-CONFORMANCE-PROTOCOL.8", K.INTERNAL,
+               "a rejected request other than an append or a create reports the first failing check in spec/10's order")
 
 Answer = dict[str, Any]
 

@@ -132,6 +132,15 @@ def render(trace: Trace) -> str:
     return json.dumps(trace.to_json(), indent=1, ensure_ascii=True) + "\n"
 
 
+def fresh_directory() -> Path:
+    """A new directory for one run's traces (under $SESSIONSPEC_TRACE_DIR when set, else the temp dir): a run's
+    report names it, and no run's files mix with another's."""
+    parent = os.environ.get("SESSIONSPEC_TRACE_DIR")
+    if parent:
+        Path(parent).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="sessionspec-conform-", dir=parent or None))
+
+
 def write_trace(trace: Trace, directory: Path | None = None) -> Path:
     """Write `trace` under a content-addressed name in `directory` (default: $SESSIONSPEC_TRACE_DIR or the temp dir)."""
     text = render(trace)

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from sessionspec.errors import SpecViolation
-from sessionspec.levels import APPEND_OPS, Level
+from sessionspec.levels import APPEND_OPS, Level, level_of
 from sessionspec.rules import RULES
 from sessionspec.wire.compare import same_json
 
 APPEND_ORDER: Final = "SESSION-APPEND-COMMIT.7"
 SEED_ORDER: Final = "SESSION-SEED-ACCEPTANCE.5"
+PROTOCOL_ORDER: Final = "SESSION-CONFORMANCE-PROTOCOL.8"
 IGNORABLE: Final = "SESSION-EVENT-ENVELOPE.6"
 
 
@@ -48,7 +49,7 @@ def breaches_for(op: Any, violations: Iterable[SpecViolation]) -> tuple[Breach, 
     out = []
     for violation in violations:
         rule = RULES.get(violation.rule)
-        level = rule.ground.at(op).value if rule is not None else Level.REQUIRED.value
+        level = level_of(rule.id, rule.ground, op).value if rule is not None else Level.REQUIRED.value
         out.append(Breach(violation.rule, violation.kind.value, level))
     return tuple(out)
 
@@ -84,11 +85,18 @@ def judge(op: Any, request: Any, expected: Any, actual: Any, breaches: Sequence[
     if want is not None and got is not None:  # both rejected, with different kinds
         kind = got.get("kind")
         if any(b.kind == kind for b in breaches):
-            return Verdict(Level.RECOMMENDED, APPEND_ORDER if isinstance(op, str) and op in APPEND_OPS else SEED_ORDER)
+            return Verdict(Level.RECOMMENDED, _order_rule(op))
         return Verdict(Level.REQUIRED if required or not breaches else Level.RECOMMENDED)
     if want is None and got is None and _only_ignorable_dropped(op, request, expected, actual, why):
         return Verdict(Level.RECOMMENDED, IGNORABLE)
     return Verdict(Level.REQUIRED)
+
+
+def _order_rule(op: Any) -> str:
+    """The check-order rule of a request of `op`: spec/04's for an append, spec/05's for a create, spec/10's else."""
+    if isinstance(op, str) and op in APPEND_OPS:
+        return APPEND_ORDER
+    return SEED_ORDER if op == "create" else PROTOCOL_ORDER
 
 
 def _only_ignorable_dropped(op: Any, request: Any, expected: Any, actual: Any, why: Sequence[str]) -> bool:
