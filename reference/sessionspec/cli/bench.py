@@ -22,6 +22,7 @@ from typing import Any
 
 from sessionspec import storage
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import plural
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
 from sessionspec.testing import implementations as impls
@@ -143,6 +144,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, separators=(",", ":")))
     else:
-        print(f"{args.impl}: {events} events, {derives} derives in {seconds:.3f} s "
+        print(f"{args.impl}: {plural(events, 'event')}, {plural(derives, 'derive')} in {seconds:.3f} s "
               f"({cpu_seconds:.3f} s CPU): {result['events_per_s']} events/s")
     return 0

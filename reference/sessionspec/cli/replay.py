@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import HelpFormatter
 from sessionspec.conformance import runner
 from sessionspec.model import Session
 from sessionspec.testing import implementations
@@ -36,14 +37,15 @@ EPILOG = """examples:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "replay", help=COMMANDS["replay"],
-        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("trace", metavar="TRACE.json", help="a trace file written by conform, the machine or explore")
     parser.add_argument("--impl", metavar="NAME", help="in-process implementation: model, live or planted:NAME "
                                                        "(default: the one the trace names, else live)")
     parser.add_argument("--ignore-time", action="store_true", help="in process, do not compare event times")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="with a testee: seconds to wait for each answer (default 10)")
-    parser.add_argument("testee", nargs="*", metavar="-- TESTEE",
+    # The default makes the testee optional in argparse's eyes too (a `*` positional without one is "required").
+    parser.add_argument("testee", nargs="*", default=[], metavar="-- TESTEE",
                         help="replay against this testee command (SCP v0 on stdin/stdout) instead of in process")
     parser.set_defaults(handler=run)
 

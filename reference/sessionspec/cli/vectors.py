@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import plural
 from sessionspec.conformance import vectors
 
 EPILOG = """examples:
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     directory = args.dir or vectors.DEFAULT_DIR
     if args.action == "generate":
         paths = vectors.write(directory)
-        print(f"wrote {len(paths)} vectors to {directory}")
+        print(f"wrote {plural(len(paths), 'vector')} to {directory}")
         problems = vectors.coverage_problems(vectors.load(directory))
     else:
         problems = vectors.check(directory)
