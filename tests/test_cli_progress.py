@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 from sessionspec import storage
+from sessionspec.cli import prove as prove_command
 from sessionspec.cli import repair as repair_command
 from sessionspec.cli.progress import Progress
+from sessionspec.testing import crosshair as proving
 from sessionspec.testing import implementations
 from sessionspec.testing.builders import user_message
 
@@ -71,3 +73,14 @@ def test_repair_tells_reading_validating_writing_and_verifying(tmp_path: Path, m
     storage.repair(path, create=watched.create, plan=result)
     assert phases.seen == ["reading", "validating", "writing", "verifying what was written"]
     assert len(storage.load(path).events) == 3
+
+
+def test_prove_names_the_obligations_running(capsys: pytest.CaptureFixture[str]) -> None:
+    phases = Phases()
+    tally = prove_command.Tally(phases, 2, quiet=False)  # type: ignore[arg-type]
+    first, second = (proving.Obligation("obligations_x", name, "") for name in ("first", "second"))
+    tally.starting(first)
+    tally.starting(second)
+    tally.finished(proving.Result(first, proving.NO_COUNTEREXAMPLE, "", 4.0, 4.2))
+    assert phases.seen == ["first", "first (+1)", "second"]
+    assert "obligations_x.first: no counterexample within the bound (4.0 s, 4.2 s CPU)" in capsys.readouterr().err

@@ -86,7 +86,9 @@ class Tally:
                       flush=True)
 
     def _tell(self) -> None:
-        self.bar(self.done, self.total, ", ".join(self.running) or None)
+        """The bar's phase: the obligation started first of those running, and how many more run beside it."""
+        more = f" (+{len(self.running) - 1})" if len(self.running) > 1 else ""
+        self.bar(self.done, self.total, f"{self.running[0]}{more}" if self.running else None)
 
 
 def run(args: argparse.Namespace) -> int:
