@@ -10,7 +10,7 @@ The bounds are CPU time: each condition is searched for --per_condition_timeout 
 each obligation's process is capped at its conditions' time plus a few seconds (its budget). So
 the CPU a run takes is fixed by its bounds, and a host busy with other work makes it slower, never
 a timeout. --quick: 14 obligations of 15 conditions, 4 CPU seconds each, about 65 CPU seconds in
-all (at most 183): about 35 s of wall clock on 2 idle cores with the default 2 jobs, and as much
+all (at most about 180): about 35 s of wall clock on 2 idle cores with the default 2 jobs, and as much
 longer as other work takes the cores (170 s measured beside a load of 8). The full bounds take
 about 30 times as long: a nightly job.
 
