@@ -489,6 +489,7 @@ def test_an_obligation_over_its_cpu_budget_is_a_timeout_and_fails_prove(tmp_path
         "    return 1\n")
     monkeypatch.setattr(proving, "STARTUP", 0.0)
     monkeypatch.setattr(proving, "OVERRUN", 1.0)
+    monkeypatch.setattr(proving, "WALL_FACTOR", 120)  # the CPU cap, not the wall-clock guard, on a loaded host too
     monkeypatch.setattr(proving, "QUICK", proving.Bounds(0.5, 0.5))  # a budget of 1 CPU s, held at 2
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -50,8 +50,10 @@ OVERRUN = 1.5
 """A condition may take this many times its search and one path before its obligation is a timeout: CrossHair
 checks its clock between paths, and a call into z3 is not interrupted (measured at the quick bounds: 4.2 CPU s
 for a condition of 4 + 1)."""
-WALL_FACTOR = 10
-"""The wall-clock guard: this many times the CPU budget (a process can be slowed that much on shared cores)."""
+WALL_FACTOR = 20
+"""The wall-clock guard, against a process that stops using the CPU: this many times the CPU budget. An obligation
+uses about a third of its budget (4.3 of 12.5 CPU s at the quick bounds), so only a process slowed sixty-fold by
+other work on its cores would meet it."""
 
 
 @dataclass(frozen=True, slots=True)
