@@ -1,9 +1,10 @@
-"""The build step pyproject.toml cannot express: ship the spec's data inside the package.
+"""The build step pyproject.toml cannot express: ship the spec's text and data inside the package.
 
-`spec/vectors`, `spec/schema` and `proofs` live at the top of the repository, where the product
-card puts them and where people read them; a wheel installed alone must still carry them, so
-`sessionspec conform`, `vectors check` and `prove` work from any directory. They are copied into
-`sessionspec/data/` when the wheel is built. An editable install reads them from the checkout.
+The chapters (`spec/*.md`), `spec/vectors`, `spec/schema` and `proofs` live at the top of the
+repository, where the product card puts them and where people read them; a wheel installed alone
+must still carry them, so `sessionspec spec`, `conform`, `vectors check` and `prove` work from any
+directory. They are copied into `sessionspec/data/` when the wheel is built. An editable install
+reads them from the checkout.
 """
 
 import shutil
@@ -13,7 +14,9 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-SHIPPED = {"vectors": ROOT / "spec" / "vectors", "schema": ROOT / "spec" / "schema", "proofs": ROOT / "proofs"}
+SHIPPED = {"spec": ROOT / "spec", "vectors": ROOT / "spec" / "vectors", "schema": ROOT / "spec" / "schema",
+           "proofs": ROOT / "proofs"}
+"""Each directory's files (not its subdirectories: the chapters' folder holds the vectors and schemas, shipped apart)."""
 
 
 class BuildWithSpecData(build_py):

@@ -190,7 +190,7 @@ def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monk
 
     path = tmp_path / "open.jsonl"
     storage.save(path, {"version": 0, "id": "s1", "createdAt": 0}, interrupted(recorded=True))
-    real_load = storage.load
+    real_load = repair_cmd.Watched.load
     written: list[bytes] = []
 
     def load_then_another_writer_appends(*args: Any, **kwargs: Any) -> Any:
@@ -201,10 +201,9 @@ def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monk
         written.append(path.read_bytes())
         return result
 
-    monkeypatch.setattr(storage, "load", load_then_another_writer_appends)
+    monkeypatch.setattr(repair_cmd.Watched, "load", load_then_another_writer_appends)
     args = argparse.Namespace(path=str(path), write=True, format="text", session=None, impl="live")
     assert repair_cmd.run(args) == 1
-    monkeypatch.setattr(storage, "load", real_load)
     error = capsys.readouterr().err
     assert "SESSION-STORAGE-WRITE.4" in error and "repair is stale" in error and "run it again" in error
     assert path.read_bytes() == written[0]

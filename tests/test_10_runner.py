@@ -288,3 +288,20 @@ def test_a_search_ended_by_its_seconds_prints_only_conforms_own_report(tmp_path:
     out, err = capfd.readouterr()
     assert "@seed(" not in out + err and "Steps leading up" not in out + err
     assert "0 unexpected failures" in out and "STOPPED" not in out + err and "Flaky" not in out + err
+
+
+def test_a_conform_run_leaves_no_hypothesis_directory_where_it_runs(tmp_path: Path) -> None:
+    """conform is a checker run in other projects' checkouts: Hypothesis's files (the constants it caches from
+    local source) go to the user's cache, never to `.hypothesis/` in the directory the run started in."""
+    import os
+    import subprocess
+
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    environment.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    work = tmp_path / "checkout"
+    work.mkdir()
+    run = subprocess.run([PY, "-m", "sessionspec.cli", "conform", "--examples", "3", "--vectors", str(work), "--",
+                          *SERVE, "live"], cwd=work, env=environment, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert list(work.iterdir()) == []
+    assert (tmp_path / "cache" / "sessionspec" / "hypothesis").is_dir()

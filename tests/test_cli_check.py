@@ -42,7 +42,7 @@ def test_a_clean_log_of_every_backend_checks_clean(tmp_path: Path, fmt: str) -> 
     path = write(tmp_path / f"demo.{fmt}", demo_events())
     result = sessionspec("check", "--strict", str(path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{path}: ok: 13 events ({fmt}), surface of 1 nodes after 2 replacements" in result.stdout
+    assert f"{path}: ok: 13 events ({fmt}), surface of 1 node after 2 replacements" in result.stdout
     assert result.stderr == ""  # no progress bar when stderr is not a terminal
 
 

@@ -1,35 +1,24 @@
-"""The stateful machine: `live` held to the reference model, step by step (spec/04-append.md, spec/03-surface.md)."""
+"""The stateful machine: `live` held to the reference model, step by step (spec/04-append.md, spec/03-surface.md).
+
+The machines and properties a fuzzer runs live in the package (`sessionspec.testing.fuzz`), so an
+installed `sessionspec[fuzz]` fuzzes the same tests (`pytest --pyargs sessionspec.testing.fuzz`);
+they are collected here, and the trace and replay tests beside them.
+"""
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sessionspec.cli import main
-from sessionspec.invariants import Companion
-from sessionspec.repair import closers
-from sessionspec.testing import implementations, invalid, loops
-from sessionspec.testing import strategies as ss
-from sessionspec.testing.companion_machine import CompanionMachine
-from sessionspec.testing.machine import LiveMachine, ModelMachine
+from sessionspec.testing.fuzz import (
+    TestCompanionLiveAgainstModel,
+    TestLiveAgainstModel,
+    TestModelAgainstItself,
+    test_a_loop_cut_anywhere_is_read_back_and_continues_well_formed,
+    test_every_invalid_operation_is_refused_by_the_model_with_its_rule,
+)
 from sessionspec.wire.trace import Trace, parse_trace, render, write_trace
 
-TestLiveAgainstModel = LiveMachine.TestCase
-TestModelAgainstItself = ModelMachine.TestCase
-TestModelAgainstItself.settings = settings(TestModelAgainstItself.settings, max_examples=10)
-
-
-@given(st.data())
-def test_every_invalid_operation_is_refused_by_the_model_with_its_rule(data: st.DataObject) -> None:
-    """The strategy's own check: each invalid request is refused with the rule it names."""
-    session = implementations.factory("model")("s", clock=lambda: 1)
-    for request in data.draw(st.lists(ss.append_requests(ss.View.of(session)), max_size=4)):
-        session.append_request(request)
-    bad = data.draw(invalid.invalid_requests(ss.View.of(session)))
-    try:
-        session.append_request(bad.request)
-    except Exception as error:
-        assert getattr(error, "rule", None) == bad.rule, (bad.why, error)
-    else:
-        raise AssertionError(f"accepted: {bad.why}")
+__all__ = ["TestCompanionLiveAgainstModel", "TestLiveAgainstModel", "TestModelAgainstItself",
+           "test_a_loop_cut_anywhere_is_read_back_and_continues_well_formed",
+           "test_every_invalid_operation_is_refused_by_the_model_with_its_rule"]
 
 
 def test_trace_encoding_keeps_values_json_cannot_hold() -> None:
@@ -59,28 +48,3 @@ def test_replay_reports_a_difference_from_the_model(capsys: pytest.CaptureFixtur
     assert main(["replay", path, "--impl", "live"]) == 0
     assert main(["replay", path, "--impl", "planted:no-reentrancy-guard"]) == 1
     assert "SESSION-APPEND-COMMIT.4" in capsys.readouterr().out
-
-
-TestCompanionLiveAgainstModel = CompanionMachine.TestCase
-TestCompanionLiveAgainstModel.settings = settings(TestCompanionLiveAgainstModel.settings, max_examples=15,
-                                                  stateful_step_count=6)
-
-
-@given(loops.agent_loops(max_turns=2, max_steps=2, min_turns=1), st.data())
-def test_a_loop_cut_anywhere_is_read_back_and_continues_well_formed(loop: loops.Loop, data: st.DataObject) -> None:
-    """What `agent_works` relies on: `state_of` reads back the open turn, step and calls of a cut loop,
-    and a loop started from it finishes them in a way the companion accepts, ending balanced."""
-    cut = data.draw(st.integers(0, len(loop.requests)), label="cut")
-    session = implementations.factory("model")("loop", clock=loops.ticking_clock())
-    Companion().attach(session)
-    for request in loop.requests[:cut]:
-        loops.append(session, request)
-    start = loops.state_of([e.to_json() for e in session.events], list(session.surface.nodes))
-    built = loop.states[cut]
-    assert (start.open_turn, start.open_step, start.committed) == (built.open_turn, built.open_step, built.committed)
-    assert (start.pending, start.unrecorded, start.recorded_at) == (built.pending, built.unrecorded, built.recorded_at)
-    assert start.nodes == built.nodes and dict(start.results) == dict(built.results)
-    rest = data.draw(loops.agent_loops(max_turns=1, max_steps=2, start=start), label="rest")
-    for request in rest.requests:
-        loops.append(session, request)
-    assert rest.states[-1].open_turn is None and closers(session.events) == []

@@ -450,7 +450,50 @@ def test_a_false_obligation_is_a_counterexample(tmp_path: Path) -> None:
         "    return x, x if x != 3 else 4\n"
     )
     [obligation] = proving.discover(tmp_path)
-    result = proving.check(obligation, proving.Bounds(5, 1, 60), tmp_path)
+    result = proving.check(obligation, proving.Bounds(5, 1), tmp_path)
     assert result.status == proving.COUNTEREXAMPLE and "wrong(3)" in result.detail
     assert "counterexample: false when calling wrong(3)" in proving.table([result])
     assert proving.failed([result])
+
+
+def test_each_obligation_has_a_cpu_budget_by_its_conditions() -> None:
+    by_name = {o.name: o for o in proving.discover(PROOFS)}
+    assert by_name["snapshot_thaw_is_round_trip"].conditions == 2 and by_name["fold_prefix_then_one"].conditions == 1
+    assert proving.QUICK.budget(2) == 2 * (4 + 1) * proving.OVERRUN + proving.STARTUP
+    quick = proving.budget(list(by_name.values()), proving.QUICK)
+    assert quick == sum(o.conditions for o in by_name.values()) * 5 * proving.OVERRUN + len(by_name) * proving.STARTUP
+
+
+def test_only_a_search_that_ran_to_its_bound_passes() -> None:
+    obligation = proving.Obligation("obligations_x", "f", "")
+    for status in (proving.NO_COUNTEREXAMPLE, proving.CONFIRMED):
+        assert not proving.failed([proving.Result(obligation, status, "", 1.0)])
+    for status in (proving.TIMEOUT, proving.NOT_AVAILABLE, proving.ERROR, proving.COUNTEREXAMPLE):
+        assert proving.failed([proving.Result(obligation, proving.NO_COUNTEREXAMPLE, "", 1.0),
+                               proving.Result(obligation, status, "", 1.0)]), status
+    assert proving.cpu_used("m.py:4: info: Not confirmed.\nsessionspec-cpu-seconds 4.25\n") == (
+        "m.py:4: info: Not confirmed.", 4.25)
+
+
+def test_an_obligation_over_its_cpu_budget_is_a_timeout_and_fails_prove(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget is CPU time, held by the kernel (RLIMIT_CPU): a process that burns past it is ended, and the
+    obligation is a timeout, which fails the run (exit 1), as a counterexample does."""
+    (tmp_path / "obligations_burn.py").write_text(
+        "import os\nimport icontract\n\n"
+        "while os.environ.get('SESSIONSPEC_CONTRACTS') == '0':  # in prove's subprocess only, never in discover\n"
+        "    pass\n\n\n"
+        "@icontract.ensure(lambda result: result == 1)\n"
+        "def burns(x: int) -> int:\n"
+        '    """Never searched: its module does not finish importing."""\n'
+        "    return 1\n")
+    monkeypatch.setattr(proving, "STARTUP", 0.0)
+    monkeypatch.setattr(proving, "OVERRUN", 1.0)
+    monkeypatch.setattr(proving, "WALL_FACTOR", 120)  # the CPU cap, not the wall-clock guard, on a loaded host too
+    monkeypatch.setattr(proving, "QUICK", proving.Bounds(0.5, 0.5))  # a budget of 1 CPU s, held at 2
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["prove", "--quick", "--dir", str(tmp_path)])
+    assert code == 1, out.getvalue() + err.getvalue()
+    assert "timeout: over its budget of 1 CPU s" in out.getvalue()
+    assert "1 obligation failed: burns (timeout)" in out.getvalue()

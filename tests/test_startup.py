@@ -76,6 +76,12 @@ def test_bench_loads_the_store_it_times_and_no_oracle() -> None:
     assert not unwanted(loaded("bench", "--turns", "3", "--impl", "live"))
 
 
+def test_spec_loads_the_text_and_nothing_of_the_reference() -> None:
+    modules = loaded("spec", "01")
+    assert not unwanted(modules) and "sessionspec.cli.spec" in modules
+    assert not {"sessionspec.live", "sessionspec.storage", "sessionspec.wire", "orjson", "pydoc"} & modules
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["check", "--help"]])
 def test_help_and_version_load_no_command_they_do_not_describe(argv: list[str]) -> None:
     modules = loaded(*argv)

@@ -1,7 +1,7 @@
 """Where the spec's data is: the checkout's `spec/` and `proofs/`, or the copy a wheel carries.
 
-The vectors, the JSON schemas and the proof obligations are part of the specification and live
-at the top of the repository; `setup.py` copies them into `sessionspec/data/` when a wheel is
+The chapters, the vectors, the JSON schemas and the proof obligations are part of the
+specification and live at the top of the repository; `setup.py` copies them into `sessionspec/data/` when a wheel is
 built, so an installed oracle finds them from any directory. A checkout (an editable install)
 reads the originals, so a regenerated vector is seen at once.
 """
@@ -14,12 +14,13 @@ from typing import Final
 PACKAGE: Final = Path(__file__).resolve().parent
 CHECKOUT: Final = PACKAGE.parents[1]
 """The repository a source tree of the package sits in (reference/sessionspec -> the top)."""
-IN_CHECKOUT: Final = {"vectors": CHECKOUT / "spec" / "vectors", "schema": CHECKOUT / "spec" / "schema",
-                      "proofs": CHECKOUT / "proofs"}
+IN_CHECKOUT: Final = {"spec": CHECKOUT / "spec", "vectors": CHECKOUT / "spec" / "vectors",
+                      "schema": CHECKOUT / "spec" / "schema", "proofs": CHECKOUT / "proofs"}
 
 
 def shipped(name: str) -> Path:
-    """The directory of the spec's `name` ("vectors", "schema" or "proofs"): the checkout's, else the packaged copy."""
+    """The directory of the spec's `name` ("spec": the chapters, "vectors", "schema" or "proofs"): the checkout's,
+    else the packaged copy."""
     original = IN_CHECKOUT[name]
     if original.is_dir():
         return original

@@ -21,6 +21,7 @@ from sessionspec.version import __version__
 
 COMMANDS: Final = {
     "demo": "start here: an example session in every view, then the oracle at work",
+    "spec": "list the specification's chapters, or print one (sessionspec spec 04)",
     "check": "check stored session logs (JSONL, zstd JSONL, SQLite) against the spec",
     "show": "show a stored log's log, surface, messages or transcript at a seq",
     "repair": "show (and with --write commit) the torn-tail cut and closers of a crashed log",

@@ -22,6 +22,7 @@ from typing import Any
 
 from sessionspec import storage
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import Json
 from sessionspec.testing import implementations as impls
@@ -36,7 +37,7 @@ EPILOG = """examples:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("bench", help=COMMANDS["bench"],
-                                   description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=__doc__, epilog=EPILOG, formatter_class=HelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", type=Path, metavar="WORKLOAD.jsonl", help="JSON Lines of append requests and derives")
     source.add_argument("--turns", type=_positive, metavar="N", help="generate an N-turn agent workload (about 40 events a turn)")
@@ -143,6 +144,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, separators=(",", ":")))
     else:
-        print(f"{args.impl}: {events} events, {derives} derives in {seconds:.3f} s "
+        print(f"{args.impl}: {plural(events, 'event')}, {plural(derives, 'derive')} in {seconds:.3f} s "
               f"({cpu_seconds:.3f} s CPU): {result['events_per_s']} events/s")
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
+from sessionspec.cli.words import plural
 from sessionspec.logcheck.checkfile import Report, check_path
 
 CLEAN, FINDINGS, UNREADABLE = 0, 1, 2
@@ -69,9 +70,9 @@ def print_text(report: Report) -> None:
         return
     for finding in report.findings:
         print(finding)
-    summary = (f"{report.events} events ({report.format}), surface of {report.nodes} nodes after "
-               f"{report.replace_generation} replacement{'s' if report.replace_generation != 1 else ''}")
+    summary = (f"{plural(report.events, 'event')} ({report.format}), surface of {plural(report.nodes, 'node')} after "
+               f"{plural(report.replace_generation, 'replacement')}")
     if report.upgrades:
-        summary += f", {report.upgrades} legacy upgrade{'s' if report.upgrades != 1 else ''} applied as on load"
-    verdict = "ok" if not report.findings else f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}"
+        summary += f", {plural(report.upgrades, 'legacy upgrade')} applied as on load"
+    verdict = "ok" if not report.findings else plural(len(report.findings), "finding")
     print(f"{report.file}: {verdict}: {summary}")

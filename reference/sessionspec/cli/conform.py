@@ -22,6 +22,7 @@ from typing import Any
 
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import failures, junit, report, runner, vectors
 from sessionspec.conformance.outcome import FAILED, Outcome, outcome
 from sessionspec.wire.trace import TraceError, read_trace
@@ -36,7 +37,7 @@ EPILOG = """examples:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("conform", help=COMMANDS["conform"], description=__doc__, epilog=EPILOG,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   formatter_class=HelpFormatter)
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--profile", choices=("dev", "ci", "nightly"), help="Hypothesis settings profile for the machine")
     budget.add_argument("--examples", type=int, default=runner.Options.examples, metavar="N",
@@ -113,7 +114,7 @@ def _report(args: argparse.Namespace, command: list[str], result: runner.Result,
                   file=sys.stderr)
             return runner.UNRUNNABLE
         failures.rewrite(args.failures, result.divergences)
-        print(f"rewrote {args.failures} ({report.plural(len(result.divergences), 'entry', 'entries')})")
+        print(f"rewrote {args.failures} ({plural(len(result.divergences), 'entry')})")
         return runner.OK
     if result.crash is not None or not written:
         return runner.UNRUNNABLE

@@ -22,6 +22,7 @@ from sessionspec import storage
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.check import print_text
 from sessionspec.cli.render import Style, point_in_time, render_text
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import report, runner
 from sessionspec.logcheck.checkfile import check_path
 from sessionspec.testing import implementations as impls
@@ -40,7 +41,7 @@ from sessionspec.testing.builders import (
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help=COMMANDS["demo"],
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--impl", default="model", metavar="NAME", help="implementation to run (default: model)")
     parser.add_argument("--dir", metavar="DIR", help="directory to write the log to (default: a new temporary directory)")
     parser.add_argument("--no-oracle", action="store_true", help="show the session model only, skip the conform run")
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     storage.save(path, session.header, session.events)
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     style = Style(colour)
-    print(f"wrote {len(session.events)} events (a tool-result pruning and a compaction) to {path}")
+    print(f"wrote {plural(len(session.events), 'event')} (a tool-result pruning and a compaction) to {path}")
     print(style.dim("  two replaces: the pruned result takes its original's place, then a summary takes the whole turn's"))
 
     print("\n" + style.bold(f"$ sessionspec check --strict {path}"))
@@ -138,6 +139,6 @@ def show_the_oracle(directory: Path, style: Style) -> None:
         for request in found.trace:
             print("    " + (request if isinstance(request, str) else json.dumps(request, ensure_ascii=False))[:160])
     families = len(result.divergences)
-    print(style.dim(f"{families} divergence {'family' if families == 1 else 'families'} in {result.seconds:.1f} s "
-                    f"({result.requests:,} requests); a conforming implementation gets none: "
+    print(style.dim(f"{plural(families, 'divergence family')} in {result.seconds:.1f} s "
+                    f"({plural(result.requests, 'request')}); a conforming implementation gets none: "
                     f"sessionspec conform -- sessionspec serve --impl live"))

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.progress import Progress
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.jsonvalue import Json
 from sessionspec.testing.explore import ALPHABETS, default_alphabet, explore, to_itf, write_trace
 
@@ -56,7 +58,7 @@ def _count(what: str, least: int) -> Any:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "explore", help=COMMANDS["explore"],
-        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("--depth", type=_count("operations", 0), default=5, metavar="N",
                         help="accepted operations from the empty session (default 5; 0 checks the empty session)")
     parser.add_argument("--impl", default="live", help="implementation under test (default: live)")
@@ -74,21 +76,36 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _progress(row: dict[str, Json]) -> None:
-    if "subtrees" in row:
-        print(f"  subtrees: {row['subtrees_done']} of {row['subtrees']} searched, {row['wall_seconds']} s",
-              file=sys.stderr, flush=True)
-        return
-    print(f"  depth {row['depth']}: {row['new_states']} new states, {row['distinct_states']} distinct, "
-          f"{row['transitions']} transitions, {row['seconds']} s CPU", file=sys.stderr, flush=True)
+class Rows:
+    """Each depth's row (and each tenth of the subtrees) printed on stderr as it is done, and on a terminal a bar:
+    depths done of the depth asked, then, from the depth where the search splits into subtrees, subtrees done."""
+
+    def __init__(self, bar: Progress, depth: int) -> None:
+        self.bar, self.depth = bar, depth
+
+    def __call__(self, row: dict[str, Json]) -> None:
+        if "subtrees" in row:
+            done, total = _int(row["subtrees_done"]), _int(row["subtrees"])
+            self.bar(done, total, f"subtrees to depth {self.depth}")
+            print(f"  subtrees: {done} of {total} searched, {row['wall_seconds']} s", file=sys.stderr, flush=True)
+            return
+        depth = _int(row["depth"])
+        self.bar(depth, self.depth, f"depth {depth + 1} of {self.depth}" if depth < self.depth else "done")
+        print(f"  depth {depth}: {plural(_int(row['new_states']), 'new state')}, {row['distinct_states']} distinct, "
+              f"{plural(_int(row['transitions']), 'transition')}, {row['seconds']} s CPU", file=sys.stderr, flush=True)
+
+
+def _int(value: Json) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def run(args: argparse.Namespace) -> int:
     alphabet = args.alphabet or default_alphabet(args.depth)
     jobs = args.jobs if args.jobs is not None else min(4, _usable_cpus())
-    print(f"  {alphabet} alphabet, {jobs} process{'es' if jobs > 1 else ''}", file=sys.stderr, flush=True)
+    print(f"  {alphabet} alphabet, {plural(jobs, 'process')}", file=sys.stderr, flush=True)
     try:
-        report = explore(args.depth, args.impl, alphabet=alphabet, jobs=jobs, progress=_progress)
+        with Progress(f"explore {args.impl}") as bar:
+            report = explore(args.depth, args.impl, alphabet=alphabet, jobs=jobs, progress=Rows(bar, args.depth))
     except (KeyError, ImportError) as error:
         print(f"sessionspec explore: implementation {args.impl!r} is not available: {error}", file=sys.stderr)
         return 2
@@ -101,11 +118,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**report.to_json(), "trace": None if trace is None else str(trace)}, ensure_ascii=False))
         return 1 if report.violations else 0
-    print(f"impl {report.impl}: depth {report.depth} of {args.depth} reached, {report.distinct_states} distinct states, "
-          f"{report.transitions} transitions, {report.states_per_second:.0f} distinct states/s "
-          f"({report.wall_seconds:.1f} s wall, {report.seconds:.1f} s CPU, {report.jobs} "
-          f"process{'es' if report.jobs > 1 else ''}), {report.alphabet} alphabet; the model ran "
-          f"{report.model_runs} requests and answered {report.model_answers_reused} from remembered answers")
+    print(f"impl {report.impl}: depth {report.depth} of {args.depth} reached, "
+          f"{plural(report.distinct_states, 'distinct state')}, {plural(report.transitions, 'transition')}, "
+          f"{report.states_per_second:.0f} distinct states/s ({report.wall_seconds:.1f} s wall, {report.seconds:.1f} s CPU, "
+          f"{plural(report.jobs, 'process')}), {report.alphabet} alphabet; the model ran "
+          f"{plural(report.model_runs, 'request')} and answered {report.model_answers_reused} from remembered answers")
     for violation in report.violations:
         print(f"\nVIOLATION {violation.invariant} at depth {violation.depth}: {violation.message}")
         print("steps: " + " -> ".join(violation.labels))

@@ -33,7 +33,7 @@ def interactive(stream: TextIO | None = None) -> bool:
 
 
 class Progress:
-    """`with Progress("check x.jsonl") as bar: bar(done, total)`; does nothing off a terminal."""
+    """`with Progress("check x.jsonl") as bar: bar(done, total)`, or `bar(done, total, phase)`; nothing off a terminal."""
 
     def __init__(self, label: str, *, stream: TextIO | None = None, enabled: bool | None = None,
                  delay: float = DELAY) -> None:
@@ -49,23 +49,20 @@ class Progress:
     def drawn(self) -> bool:
         return self._bar is not None
 
-    def __call__(self, done: int, total: int, label: str | None = None) -> None:
-        """Show `done` of `total` (0: unknown), under `label` when a run moves to its next phase."""
-        if label is not None and label != self.label:
-            self.label = label
-            if self._bar is not None and self._task is not None:
-                self._bar.update(self._task, description=label)
+    def __call__(self, done: int, total: int, phase: str | None = None) -> None:
+        """`done` of `total` (0: not known); `phase` names the step under way ("validating", an obligation...)."""
         if not self.enabled or time.monotonic() - self._started < self._delay:
             return
+        description = self.label if phase is None else f"{self.label}: {phase}"
         if self._bar is None:
             rich: Any = importlib.import_module("rich.progress")
             console = importlib.import_module("rich.console").Console(file=self.stream, force_terminal=True)
             self._bar = rich.Progress(rich.TextColumn("{task.description}"), rich.BarColumn(), rich.MofNCompleteColumn(),
                                       rich.TimeRemainingColumn(), console=console, transient=True)
             self._bar.start()
-            self._task = self._bar.add_task(self.label, total=total or None)
+            self._task = self._bar.add_task(description, total=total or None)
         assert self._task is not None
-        self._bar.update(self._task, completed=done, total=total or None)
+        self._bar.update(self._task, completed=done, total=total or None, description=description)
 
     def close(self) -> None:
         """Erase the bar, so the next line of output starts clean."""

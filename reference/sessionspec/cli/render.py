@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessionspec.catalog import USER_MESSAGE
+from sessionspec.cli.words import plural
 from sessionspec.envelope import Event
 from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json, thaw
@@ -147,7 +148,7 @@ def message_line(seq: int, message: Json, style: Style) -> str:
 
 
 def heading(view: str, at: int, events: int, nodes: int, generation: int, style: Style) -> str:
-    return style.bold(f"== {view} at seq {at}") + style.dim(f"  ({events} events, {nodes} nodes, generation {generation})")
+    return style.bold(f"== {view} at seq {at}") + style.dim(f"  ({plural(events, 'event')}, {plural(nodes, 'node')}, generation {generation})")
 
 
 def replacement_lines(seq: int, start: int, end: int, record: dict[str, Any], shadowed: Sequence[dict[str, Any]],

@@ -1,16 +1,26 @@
-"""`sessionspec repair PATH [--write]`: what a crashed log needs (torn-tail cut, closers), and committing it."""
+"""`sessionspec repair PATH [--write]`: what a crashed log needs (torn-tail cut, closers), and committing it.
+
+A repair loads the whole log through the load gate and validates it by seeding a session with it
+(spec/07-persistence.md), then, with --write, writes the repair and loads the result again before
+committing it. On a terminal, after a second, a bar shows each phase: reading (bytes of the file,
+where its reader tells them), validating (events seeded), writing, and verifying the result.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from sessionspec import storage
+from sessionspec.catalog import DEFAULT_CATALOG
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.progress import Progress
 from sessionspec.cli.render import printable, summary
+from sessionspec.cli.words import plural
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json
@@ -18,6 +28,10 @@ from sessionspec.storage.durable import STALE
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult
 from sessionspec.testing import implementations
+from sessionspec.testing.implementations import SessionFactory
+
+EVERY = 512
+"""Records or events between two reports to the bar: often enough to move it, seldom enough to cost nothing."""
 
 
 def register(subparsers: Any) -> None:
@@ -53,7 +67,7 @@ def plan_json(result: LoadResult) -> dict[str, Json]:
 def print_plan(result: LoadResult, *, written: bool) -> None:
     verb = "cut" if written else "would cut"
     if not result.needs_repair:
-        print(f"{result.path}: nothing to repair ({len(result.events)} events, no open turn, no torn tail)")
+        print(f"{result.path}: nothing to repair ({plural(len(result.events), 'event')}, no open turn, no torn tail)")
         return
     torn = result.torn
     if torn is not None:
@@ -61,10 +75,10 @@ def print_plan(result: LoadResult, *, written: bool) -> None:
                  else f"seq {torn.seq} (the rows from seq {torn.row} on)")
         print(printable(f"{result.path}: {verb} the torn tail from {where}: {torn.reason}"))
     if result.recovered:
-        print(f"  {'rewrote' if written else 'would rewrite'} {result.recovered} events recovered from a torn final frame")
+        print(f"  {'rewrote' if written else 'would rewrite'} {plural(result.recovered, 'event')} recovered from a torn final "
+              "frame")
     verb = "appended" if written else "would append"
-    closers = len(result.closers)
-    print(f"{result.path}: {verb} {closers} closer{'s' if closers != 1 else ''} after seq {len(result.events) - 1}:")
+    print(f"{result.path}: {verb} {plural(len(result.closers), 'closer')} after seq {len(result.events) - 1}:")
     for closer in result.closers:
         message: Any = closer.data.get("message") if isinstance(closer.data, dict) else None
         text = summary(message, 60) if message is not None else json.dumps(closer.to_json()["data"])
@@ -73,15 +87,77 @@ def print_plan(result: LoadResult, *, written: bool) -> None:
         print(f"run `sessionspec repair {result.path} --write` to commit")
 
 
+class Watched:
+    """A repair's phases on a progress bar, through the two things the load gate takes from its caller.
+
+    The reader's records are counted as the gate reads them (the bar shows the reader's bytes, when it
+    tells them), and the session factory hands the seeding a list that counts its events as they are
+    validated (seeding reads its seed once, in order: spec/05-seed.md). Nothing else of the load changes.
+    """
+
+    def __init__(self, bar: Progress, factory: SessionFactory) -> None:
+        self.bar = bar
+        self.factory = factory
+        self.seeding = "validating"
+
+    def load(self, path: Path, session_id: str | None) -> LoadResult:
+        reader: Any = _Counted(storage.open_reader(path, session_id), self)
+        return storage.load_from(reader, str(path), catalog=DEFAULT_CATALOG, create=self.create)
+
+    def records(self, reader: Any) -> Iterator[Any]:
+        told = getattr(reader, "progress", lambda: (0, 0))
+        for count, record in enumerate(reader.records(), 1):
+            if count % EVERY == 0:
+                done, total = told()
+                self.bar(done, total, "reading")
+            yield record
+
+    def create(self, session_id: str, seed: Any = None, **options: Any) -> Any:
+        if seed is not None:
+            seed = _Ticking(seed, self.bar, self.seeding)
+        return self.factory(session_id, seed=seed, **options)
+
+
+class _Counted:
+    """A reader whose records are counted on their way to the gate; everything else is the reader's."""
+
+    def __init__(self, reader: Any, watched: Watched) -> None:
+        self._reader, self._watched = reader, watched
+
+    def records(self) -> Iterator[Any]:
+        return self._watched.records(self._reader)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+
+class _Ticking(list[Any]):
+    """A seed that tells the bar how many of its events the seeding has taken."""
+
+    def __init__(self, events: Any, bar: Progress, phase: str) -> None:
+        super().__init__(events)
+        self._bar, self._phase = bar, phase
+
+    def __iter__(self) -> Iterator[Any]:
+        total = len(self)
+        for index, event in enumerate(super().__iter__()):
+            if index % EVERY == 0:
+                self._bar(index, total, self._phase)
+            yield event
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         detect(path)
-        create = implementations.factory(args.impl)
-        result = storage.load(path, session_id=args.session, create=create)
-        if args.write and result.needs_repair:
-            # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
-            storage.repair(path, session_id=args.session, create=create, plan=result)
+        with Progress(f"repair {path}") as bar:
+            watched = Watched(bar, implementations.factory(args.impl))
+            result = watched.load(path, args.session)
+            if args.write and result.needs_repair:
+                bar(0, 0, "writing")
+                watched.seeding = "verifying what was written"
+                # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
+                storage.repair(path, session_id=args.session, create=watched.create, plan=result)
     except Unreadable as error:
         print(printable(f"{path}: unreadable: {error}"), file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import report, runner
 from sessionspec.model import Session
 from sessionspec.testing import implementations
@@ -36,14 +37,15 @@ EPILOG = """examples:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "replay", help=COMMANDS["replay"],
-        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("trace", metavar="TRACE.json", help="a trace file written by conform, the machine or explore")
     parser.add_argument("--impl", metavar="NAME", help="in-process implementation: model, live or planted:NAME "
                                                        "(default: the one the trace names, else live)")
     parser.add_argument("--ignore-time", action="store_true", help="in process, do not compare event times")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="with a testee: seconds to wait for each answer (default 10)")
-    parser.add_argument("testee", nargs="*", metavar="-- TESTEE",
+    # The default makes the testee optional in argparse's eyes too (a `*` positional without one is "required").
+    parser.add_argument("testee", nargs="*", default=[], metavar="-- TESTEE",
                         help="replay against this testee command (SCP v0 on stdin/stdout) instead of in process")
     parser.set_defaults(handler=run)
 
@@ -82,8 +84,8 @@ def _in_process(trace: Trace, name: str, factory: Any, *, compare_time: bool) ->
         for line_of_difference in differences(op, expected, actual, rules=True, time=compare_time):
             different += 1
             print(f"  DIFFERENCE from the model at request {number}: {line_of_difference}")
-    summary = f"{different} differences from the model" if different else "no difference from the model"
-    print(f"{len(trace.requests)} requests replayed on {name}: {summary}", file=sys.stderr)
+    summary = f"{plural(different, 'difference')} from the model" if different else "no difference from the model"
+    print(f"{plural(len(trace.requests), 'request')} replayed on {name}: {summary}", file=sys.stderr)
     return 1 if different else 0
 
 
@@ -96,7 +98,7 @@ def _against_testee(trace: Trace, command: list[str], path: Path, timeout: float
         return 2
     for found in result.divergences:
         print(report.explain(found, command))
-    summary = f"{len(result.divergences)} divergence" if result.divergences else "no divergence"
-    print(f"{len(trace.requests)} requests replayed on {shlex.join(command)}: {summary}", file=sys.stderr)
+    summary = plural(len(result.divergences), "divergence") if result.divergences else "no divergence"
+    print(f"{plural(len(trace.requests), 'request')} replayed on {shlex.join(command)}: {summary}", file=sys.stderr)
     return 1 if result.divergences else 0
 

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import HelpFormatter
 from sessionspec.testing import implementations
 from sessionspec.wire.executor import Executor
 from sessionspec.wire.serve import serve
@@ -23,7 +24,7 @@ EPILOG = """examples:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help=COMMANDS["serve"],
-                                   description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=__doc__, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("--impl", default="model", metavar="NAME", help="model, live or planted:NAME (default: model)")
     parser.set_defaults(handler=run)
 

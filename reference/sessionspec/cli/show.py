@@ -26,6 +26,7 @@ from sessionspec.cli.render import (
     replacement_lines,
 )
 from sessionspec.cli.view import Refused, Viewer
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.errors import SpecViolation
 from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json
@@ -49,7 +50,7 @@ def register(subparsers: Any) -> None:
                     "and validated as `check` validates it. Exit 0 when the log is sound, 1 when it breaks a rule "
                     "(the view stops there) or has a torn tail (the view shows what comes before it), 2 when it "
                     "cannot be read or the arguments are wrong.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES, formatter_class=HelpFormatter)
     parser.add_argument("path", metavar="LOG", help="a session log: .jsonl, .jsonl.zstd or SQLite")
     parser.add_argument("--view", choices=VIEWS, default="messages", help="which view (default: messages)")
     parser.add_argument("--at", type=seq_number, metavar="SEQ", help="the view as it was right after this seq")
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     torn = log.torn
     if torn is not None:
         print(printable(f"{path}: the log has a torn tail from seq {torn.seq} ({torn.rule}: {torn.reason}); the view "
-                        f"shows the {viewer.events} events before it; `sessionspec repair --write` cuts it"),
+                        f"shows the {plural(viewer.events, 'event')} before it; `sessionspec repair --write` cuts it"),
               file=sys.stderr)
         return FINDINGS
     return CLEAN

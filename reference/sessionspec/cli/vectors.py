@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionspec.cli import COMMANDS
+from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import vectors
 
 EPILOG = """examples:
@@ -25,7 +26,7 @@ EPILOG = """examples:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("vectors", help=COMMANDS["vectors"],
-                                   description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   description=__doc__, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("action", choices=["generate", "check"], help="write the vectors, or check the committed ones")
     parser.add_argument("--dir", type=Path, metavar="DIR",
                         help="vector directory (default: spec/vectors of the checkout, else the packaged copy)")
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     directory = args.dir or vectors.DEFAULT_DIR
     if args.action == "generate":
         paths = vectors.write(directory)
-        print(f"wrote {len(paths)} vectors to {directory}")
+        print(f"wrote {plural(len(paths), 'vector')} to {directory}")
         problems = vectors.coverage_problems(vectors.load(directory))
     else:
         problems = vectors.check(directory)

@@ -19,13 +19,10 @@ from sessionspec.preview import preview
 from sessionspec.rules import RULES
 from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
+from sessionspec.wording import plural
 
 FORMAT: Final = "sessionspec-conform-report/1"
 SHOWN_VECTORS: Final = 6
-
-
-def plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
 
 def summary_lines(result: Result, outcome: Outcome) -> list[str]:
@@ -40,7 +37,7 @@ def summary_lines(result: Result, outcome: Outcome) -> list[str]:
         families = [f for f in outcome.families if f.level == level]
         if families:
             new = sum(not f.listed for f in families)
-            lines.append(f"  {level}: {plural(len(families), 'family', 'families')} ({new:,} not listed as known)")
+            lines.append(f"  {level}: {plural(len(families), 'family')} ({new:,} not listed as known)")
     fresh = [f for f in outcome.families if not f.listed]
     if fresh:
         top = fresh[0]

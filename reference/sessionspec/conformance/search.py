@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
-from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, seed, settings
 from hypothesis.stateful import get_state_machine_test
 
 from sessionspec.conformance.minimize import minimize
@@ -86,6 +88,29 @@ def collector_for_a_search() -> Iterator[None]:
         gc.unfreeze()
 
 
+def hypothesis_home() -> Path:
+    """Where Hypothesis keeps its files during a search: the user's cache (`$XDG_CACHE_HOME`, else ~/.cache), not
+    `.hypothesis/` in the directory `conform` runs in. The search keeps no examples (no database), but Hypothesis
+    caches the constants it reads from local source; a checker run in another project's checkout must leave
+    nothing there. `HYPOTHESIS_STORAGE_DIRECTORY`, when set, is the user's choice and is kept."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "sessionspec" / "hypothesis"
+
+
+@contextlib.contextmanager
+def hypothesis_home_for_a_search() -> Iterator[None]:
+    """Hypothesis's home set to `hypothesis_home()` for the search, and put back after it."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    previous = configuration.storage_directory(intent_to_write=False).home_directory
+    configuration.set_hypothesis_home_dir(hypothesis_home())
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)
+
+
 def _round(machine: type[Any], chosen: settings, number: int) -> None:
     """One round of examples, generated from its own seed (the round's number): derandomized rounds would draw the
     same examples each time, and one found early (a fault every seeded create shows) would mask the rest."""
@@ -105,12 +130,13 @@ def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile:
     budget = settings(machine_settings(examples, profile)).max_examples
     rounds = max(1, -(-budget // ROUND))
     try:
-        for number in range(rounds):
-            if progress is not None:
-                progress(f"machine: round {number + 1} of {rounds}", number, rounds)
-            if exchange.past_deadline or exchange.gave_up or (deadline is not None and time.monotonic() > deadline):
-                break
-            _round(machine, machine_settings(min(ROUND, budget - number * ROUND), profile), number)
+        with hypothesis_home_for_a_search():
+            for number in range(rounds):
+                if progress is not None:
+                    progress(f"machine: round {number + 1} of {rounds}", number, rounds)
+                if exchange.past_deadline or exchange.gave_up or (deadline is not None and time.monotonic() > deadline):
+                    break
+                _round(machine, machine_settings(min(ROUND, budget - number * ROUND), profile), number)
     except SearchOver as over:  # the budget is spent (no `why`), or the run's deadline passed mid-example
         result.stopped = over.why
     except Exception as error:  # the machine's own fault: what was found is kept

@@ -1,34 +1,80 @@
-"""Hypothesis settings profiles, shared by tests/conftest.py and the conformance runner.
+"""Hypothesis settings profiles, shared by the tests, the pytest plugin and the conformance runner.
 
 Chosen with `--hypothesis-profile NAME` or `HYPOTHESIS_PROFILE=NAME`; `dev` when neither is given.
+Registered by `tests/conftest.py` in a checkout and by the pytest plugin (`sessionspec.testing.plugin`)
+for a run of the installed fuzz targets (`pytest --pyargs sessionspec.testing.fuzz`).
 
 - `dev`: quick, for the edit-test loop.
 - `ci`: derandomized (the same examples on every run, so CI never flakes on a new one), no
   deadline, `print_blob` so a failure can be reproduced with `@reproduce_failure`, and small
   enough that the machine and the planted-bug self-test together stay under 3 minutes on 2 cores.
-  No example database: CI reads nothing it did not generate.
-- `nightly`: at least 10,000 examples of up to 100 steps, the example database on (the fuzz server
-  writes it; people and CI read it), every distinct bug reported.
-- `crosshair`: the hypothesis-crosshair backend, which solves for inputs symbolically.
+- `nightly`: at least 10,000 examples of up to 100 steps, every distinct bug reported.
+- `crosshair`: the hypothesis-crosshair backend, which solves for inputs symbolically (registered
+  where that backend is installed: the `proofs` extra).
+
+Who writes and who reads the example database is stated once, in README.md ("Nightly fuzzing and
+the example database"); these are the settings that carry it out: `nightly` has the shared
+database (`shared_database`: `$SESSIONSPEC_HYPOTHESIS_DB`, a directory or a `redis://` URL),
+`dev` the person's own and the shared one read-only (`reading_database`), `ci` and `crosshair` none.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
+from hypothesis.errors import InvalidArgument
 
 DEFAULT = "dev"
+NAMES = ("dev", "ci", "nightly", "crosshair")
 DATABASE_ENV = "SESSIONSPEC_HYPOTHESIS_DB"
-"""Where the nightly example database lives (default `.hypothesis/examples`)."""
+"""Where the shared example database is: a directory, or a redis:// (rediss://, unix://) URL."""
+LOCAL_DATABASE = ".hypothesis/examples"
+"""A person's own database, and the shared one's default: Hypothesis's usual place, in the working directory."""
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 
+class DatabaseUnavailable(RuntimeError):
+    """$SESSIONSPEC_HYPOTHESIS_DB names a database this environment cannot open."""
+
+
+def shared_database(where: str | None = None) -> ExampleDatabase:
+    """The shared example database `where` (default: $SESSIONSPEC_HYPOTHESIS_DB, else `.hypothesis/examples`).
+
+    A redis URL is opened with Hypothesis's own `RedisExampleDatabase` (connecting on first use);
+    its client, `redis`, comes with the `fuzz` extra and is imported only for such a URL.
+    """
+    where = where or os.environ.get(DATABASE_ENV) or LOCAL_DATABASE
+    if not where.startswith(REDIS_SCHEMES):
+        return DirectoryBasedExampleDatabase(where)
+    try:
+        client = importlib.import_module("redis").Redis.from_url(where)
+        database: ExampleDatabase = importlib.import_module("hypothesis.extra.redis").RedisExampleDatabase(client)
+    except ImportError as missing:
+        raise DatabaseUnavailable(f"{DATABASE_ENV}={where} is a redis URL, and the redis client is not installed "
+                                  f"({missing}): pip install 'sessionspec[fuzz]'") from None
+    return database
+
+
+def reading_database() -> ExampleDatabase | None:
+    """`dev`'s database: the person's own, and the shared one read-only when $SESSIONSPEC_HYPOTHESIS_DB names one."""
+    if not os.environ.get(DATABASE_ENV):
+        return None  # Hypothesis's default: the person's own, in .hypothesis/
+    return MultiplexedDatabase(DirectoryBasedExampleDatabase(LOCAL_DATABASE), ReadOnlyDatabase(shared_database()))
+
+
 def register() -> None:
-    """Register the four profiles (idempotent)."""
-    settings.register_profile("dev", max_examples=25, stateful_step_count=30, deadline=None, suppress_health_check=_SLOW)
+    """Register the four profiles (idempotent; `crosshair` only where its backend is installed)."""
+    dev = reading_database()
+    databases: dict[str, Any] = {} if dev is None else {"database": dev}
+    settings.register_profile("dev", max_examples=25, stateful_step_count=30, deadline=None, suppress_health_check=_SLOW,
+                              **databases)
     settings.register_profile(
         "ci",
         derandomize=True,
@@ -44,20 +90,22 @@ def register() -> None:
         max_examples=10_000,
         stateful_step_count=100,
         deadline=None,
-        database=DirectoryBasedExampleDatabase(os.environ.get(DATABASE_ENV, ".hypothesis/examples")),
+        database=shared_database(),
         report_multiple_bugs=True,
         print_blob=True,
         suppress_health_check=_SLOW,
     )
-    settings.register_profile(
-        "crosshair",
-        backend="crosshair",
-        deadline=None,
-        max_examples=50,
-        stateful_step_count=20,
-        database=None,
-        suppress_health_check=[*_SLOW, HealthCheck.differing_executors],
-    )
+    # The backend is the `proofs` extra's (hypothesis-crosshair); without it there is no such profile.
+    with contextlib.suppress(InvalidArgument):
+        settings.register_profile(
+            "crosshair",
+            backend="crosshair",
+            deadline=None,
+            max_examples=50,
+            stateful_step_count=20,
+            database=None,
+            suppress_health_check=[*_SLOW, HealthCheck.differing_executors],
+        )
 
 
 def load(name: str | None = None) -> str:
