@@ -21,7 +21,15 @@ from sessionspec.errors import SpecViolation
 from sessionspec.model import Session
 from sessionspec.rules import RULES
 from sessionspec.testing import invalid
-from sessionspec.testing.builders import user_message
+from sessionspec.testing.builders import (
+    assistant_message,
+    pruned,
+    replace_op,
+    tool_call,
+    tool_call_block,
+    tool_result,
+    user_message,
+)
 from sessionspec.testing.seedsonly import SKIPPED
 from sessionspec.wire.oracle import ReferenceExecutor
 from sessionspec.wire.protocol import dumps
@@ -78,8 +86,20 @@ def test_a_rejection_with_the_kind_of_another_broken_rule_is_a_check_order_diver
 def test_accepting_what_breaks_only_recommended_rules_is_recommended() -> None:
     recommended = (Breach("SESSION-MESSAGE-SHAPE.2", "message-shape", "recommended"),)
     assert judged("append", REJECT_HEADER, {"ok": True}, recommended) == ("recommended", None)
-    assert judged("append", REJECT_HEADER, {"ok": True}, (*recommended, BREACHES[0])) == ("required", None)
+    assert judged("append", REJECT_HEADER, {"ok": True}, (*recommended, BREACHES[0])) == ("required", BREACHES[0].rule)
     assert judged("append", {"ok": True}, {"ok": False, "error": {"kind": "envelope"}}, ()) == ("required", None)
+
+
+def test_accepting_what_breaks_a_required_rule_behind_a_recommended_first_is_named_after_the_required_rule() -> None:
+    """A fold whose first fault is an envelope rule (recommended for a log given whole) and which also breaks a
+    surface rule (required: the upstream's fold checks it) deviates from the surface rule: its family says so."""
+    breaches = (Breach("SESSION-EVENT-ENVELOPE.2", "envelope", "recommended"),
+                Breach("SESSION-SURFACE-TOOL-RESULT.2", "tool-result-rewrite", "required"))
+    refused = {"ok": False, "error": {"kind": "envelope", "rule": "SESSION-EVENT-ENVELOPE.2"}}
+    verdict = judge("fold", {"op": "fold"}, refused, {"ok": True}, breaches, [])
+    assert (verdict.level, verdict.rule) == ("required", "SESSION-SURFACE-TOOL-RESULT.2")
+    first_required = judge("fold", {"op": "fold"}, refused, {"ok": True}, breaches[::-1], [])
+    assert (first_required.level, first_required.rule) == ("required", None)
 
 
 def test_an_ignorable_the_append_dropped_is_recommended_and_nothing_else_is() -> None:
@@ -110,6 +130,23 @@ def test_breaches_are_every_rule_each_check_finds_on_its_own() -> None:
                           "SESSION-SEED-ACCEPTANCE.2"}
     assert [v.rule for v in events_breaches([{"type": "turn/start", "seq": 1, "time": 0, "data": {}}])] == \
         ["SESSION-SURFACE-FOLD.1"]
+
+
+def test_a_log_with_a_broken_entry_names_no_surface_rule_its_later_entries_do_not_break() -> None:
+    """Once an entry cannot be read as an event, later seqs no longer say where entries are: planning them over the
+    log without it named a tool-result rewrite's rule (a required one) for a fold that broke only an envelope rule."""
+    session = Session.create("s", clock=lambda: 1)
+    session.append("turn/start", {"turn": 1})
+    session.append("assistant/message", assistant_message("a", [tool_call_block("c")]), surface_op="append")
+    called = session.append("tool/call", tool_call("c"))
+    result = session.append("tool/result", tool_result("c", "output"), surface_op="append", source_event_seqs=[called.seq])
+    session.append("todo/write", {"todos": []})  # without the broken entry, the log's position of the result
+    session.append("tool/result", pruned(result.data), surface_op=replace_op(result.seq, result.seq),
+                   source_event_seqs=[result.seq])
+    events = [event.to_json() for event in session.events]
+    assert events_breaches(events) == []
+    del events[0]["type"]
+    assert [v.rule for v in events_breaches(events)] == ["SESSION-EVENT-ENVELOPE.2"]
 
 
 @settings(max_examples=150, deadline=None)

@@ -247,6 +247,27 @@ def test_fix_rewrites_from_observation(tmp_path: Path) -> None:
     assert failures.judge(entries, done).ok
 
 
+def test_fix_heads_each_rule_with_its_ground_and_keeps_a_comment_written_by_hand(tmp_path: Path) -> None:
+    listed = tmp_path / "known.txt"
+    shape = Divergence("vector", "SESSION-MESSAGE-SHAPE.9-reject", "append", "SESSION-MESSAGE-SHAPE.9", "message-shape",
+                       {"ok": False, "error": {"kind": "message-shape", "message": "assistant/message: data.message is missing"}},
+                       {"ok": True}, [], answered="accepted", level="required")
+    order = Divergence("machine", "machine:append", "append", "SESSION-MESSAGE-SHAPE.3", "message-shape",
+                       {"ok": False, "error": {"kind": "message-shape"}}, {"ok": False, "error": {"kind": "range"}}, [],
+                       answered="range", level="recommended", named="SESSION-APPEND-COMMIT.7")
+    failures.rewrite(listed, [shape, order])
+    text = listed.read_text()
+    required, recommended = text.split("# === recommended")
+    assert "# SESSION-MESSAGE-SHAPE.9:" in required and "required because seed 004 §8" in required
+    assert "SESSION-MESSAGE-SHAPE.9-reject accepted  # accepted; the reference refuses: assistant/message: data.message" in required
+    assert "# SESSION-APPEND-COMMIT.7:" in recommended and "refused as range; the reference refuses as message-shape" in recommended
+    listed.write_text(text.replace("# accepted; the reference refuses: assistant/message: data.message is missing",
+                                   "# the upstream's append checks no payload (notes §5.2)"))
+    failures.rewrite(listed, [shape, order])
+    assert "SESSION-MESSAGE-SHAPE.9-reject accepted  # the upstream's append checks no payload (notes §5.2)" in listed.read_text()
+    assert failures.judge(failures.parse(listed.read_text()), [shape, order]).ok
+
+
 @pytest.mark.parametrize("argv", [["--examples", "-1"], ["--timeout", "0"], ["--seconds", "-5"]])
 def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conform", *argv, "--", *SERVE, "live"]) == 2

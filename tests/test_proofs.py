@@ -419,8 +419,9 @@ def test_explore_help_says_what_it_explores() -> None:
     with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit) as exit:
         cli.main(["explore", "--help"])
     assert exit.value.code == 0
+    text = " ".join(out.getvalue().split())  # the prose is wrapped to the terminal's width
     for words in ("breadth first", "distinct state", "sessionspec replay", "--depth", "proofs/README.md"):
-        assert words in out.getvalue(), words
+        assert words in text, words
 
 
 # --- prove --------------------------------------------------------------------------------------

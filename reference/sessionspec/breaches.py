@@ -182,22 +182,31 @@ def _header_alone(found: list[SpecViolation], header: Json, session_id: str) -> 
 
 
 def _entries_alone(found: list[SpecViolation], entries: list[Any], *, contiguous: str) -> None:
-    """Each entry's envelope, content and seq on their own; the surface plan on the nodes of the entries before it."""
+    """Each entry's envelope, content and seq on their own; the surface plan on the nodes of the entries before it.
+
+    The plan is judged only while the entries before it are a log: once an entry cannot be read as an event,
+    or sits at a position other than its seq, later entries' seqs no longer say where they are, and a plan
+    over that log (a hole where the broken entry was) names surface rules the request does not break. An
+    entry whose content is refused is still planned and kept, as a fold that checks no content plans it."""
     log: list[Event] = []
     nodes: list[int] = []
+    aligned = True
     for index, raw in enumerate(entries):
         event = _run(found, parse_event, raw, index)
         if not isinstance(event, Event):
             seq = raw.get("seq") if isinstance(raw, dict) else None
             if type(seq) is int and seq != index:
                 found.append(SpecViolation(contiguous, _kind(contiguous), f"entry {index} has seq {seq}", index=index))
+            aligned = False
             continue
         if event.seq != index:
             found.append(SpecViolation(contiguous, _kind(contiguous), f"entry {index} has seq {event.seq}", index=index))
+            aligned = False
             continue
-        if _run(found, check_content, event) is _FAILED:
-            continue  # the model plans no entry whose content it refused
+        _run(found, check_content, event)
+        if not aligned:
+            continue
         step = _run(found, plan, nodes, log, event)
+        log.append(event)
         if step is not _FAILED:
-            log.append(event)
             nodes = apply(nodes, step)

@@ -17,7 +17,7 @@ const REFERENCE = String.raw`
 import base64, sys, orjson
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import json_equal
-from sessionspec.logcheck.reader import parse_line
+from sessionspec.wire.protocol import loads as parse_line
 bad = []
 for row in sys.stdin.read().split("\n"):
     if not row:
@@ -101,11 +101,9 @@ test("the reader gives every generated line the reference reader's verdict and v
 });
 
 const REGISTRY = String.raw`
-import json, sys
-import sessionspec.conformance.runner, sessionspec.conformance.executor, sessionspec.conformance.testee  # noqa: F401 (their define() calls)
-import sessionspec.model, sessionspec.live, sessionspec.repair, sessionspec.fork  # noqa: F401
-from sessionspec.rules import RULES
-print(json.dumps({rule.id: rule.kind.value for rule in RULES.values()}))
+import json
+from sessionspec.conformance.registry import all_rules  # every module imported: every define() has run
+print(json.dumps({rule.id: rule.kind.value for rule in all_rules().values()}))
 `;
 
 test("every rule the mapping names is a rule of the spec with that kind", { skip: !existsSync(PYTHON) && `no ${PYTHON}` }, async () => {

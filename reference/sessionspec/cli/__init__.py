@@ -27,6 +27,7 @@ COMMANDS: Final = {
     "repair": "show (and with --write commit) the torn-tail cut and closers of a crashed log",
     "conform": "run the vectors and the stateful machine against a testee (SCP v0)",
     "serve": "serve an implementation as a conformance testee (SCP v0 on stdin/stdout)",
+    "results": "the conformance table: one row per implementation, from conform --json reports",
     "replay": "re-execute a trace (from conform, the machine or explore) and compare it with the reference",
     "vectors": "generate or check the conformance vectors (spec/vectors/)",
     "explore": "explore every state up to a depth against the reference model, checking the invariants",

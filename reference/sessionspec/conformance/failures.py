@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sessionspec.levels import ground_of
+from sessionspec.rules import RULES
 from sessionspec.wire.divergence import Divergence
 
 _RULE_ID = re.compile(r"^SESSION-[A-Z-]+\.\d+$")
@@ -99,19 +101,83 @@ def _is_vector_id(key: str) -> bool:
 
 
 def rewrite(path: Path, divergences: Iterable[Divergence]) -> None:
-    """`--fix`: the list of what was observed, one entry per key, in two sections by level, each entry with a comment
-    saying what the testee answers where the reference does what (edit it to say why)."""
-    notes: dict[tuple[str, str], str] = {}
+    """`--fix`: the list of what was observed, one entry per key, in two sections by level and under each rule a
+    heading with the rule's summary and ground (the seed sentence it states, or the decision that added it).
+
+    Each entry's comment says what the testee answers and the reference says instead. A comment a person wrote
+    on an entry that stays (anything after `#` that `--fix` did not write) is kept: the list is edited by hand
+    to say why the implementation answers so, and a rerun must not lose that."""
+    kept = _comments(path)
+    groups: dict[tuple[str, str], dict[str, str]] = {}
     for d in divergences:
-        notes.setdefault((d.level, f"{key_of(d)} {d.answered}"), f"testee {d.answered}; reference {_verdict(d)}")
+        entry = f"{key_of(d)} {d.answered}"
+        notes = groups.setdefault((d.level, _rule_of(d)), {})
+        notes.setdefault(entry, kept.get(entry) or _note(d))
     lines = ["# Known conformance divergences (sessionspec conform --failures FILE --fix writes this; edit the comments).",
              "# One entry a line: a vector id or a family (OP:RULE), then what the testee answers; # starts a comment."]
     for level, title in (("required", "deviations from what the seeds state"), ("recommended", "rules this spec added")):
-        entries = sorted((entry, note) for (at, entry), note in notes.items() if at == level)
-        if entries:
-            lines += ["", f"# --- {level}: {title}"]
-            lines += [f"{entry}  # {note}" for entry, note in entries]
+        rules = sorted(rule for at, rule in groups if at == level)
+        if rules:
+            lines += ["", f"# === {level}: {title}"]
+        for rule in rules:
+            lines += ["", *_heading(rule, level)]
+            lines += [f"{entry}  # {note}" for entry, note in sorted(groups[(level, rule)].items())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _rule_of(d: Divergence) -> str:
+    """The rule a divergence is listed under: its root cause, else the reference's rule, else its vector's rule."""
+    return d.named or d.rule or (d.id.split("-reject")[0].split("-accept")[0] if d.source == "vector" else "") or "?"
+
+
+def _heading(rule_id: str, level: str) -> list[str]:
+    rule = RULES.get(rule_id)
+    try:
+        ground = ground_of(rule_id)
+    except KeyError:
+        return [f"# {rule_id}"]
+    summary = f": {rule.summary}" if rule is not None else ""
+    why = ground.why if level == ground.level.value or ground.on_append is not None else _LOG_GIVEN
+    return [f"# {rule_id}{summary}", f"#   {level} because {_cut(why, 220)}"]
+
+
+_LOG_GIVEN = ("it is broken in a log given whole to fold or repair, which the protocol reads as seed entries (its "
+              "decision); the upstream's foldSurface and interruptedTurnClosers check none of it but the surface "
+              "transitions (sessionspec.levels.LOG_OPS)")
+
+
+def _note(d: Divergence) -> str:
+    """What the testee answers where the reference answers otherwise, from the two answers."""
+    error = d.expected.get("error") if isinstance(d.expected, dict) else None
+    if d.answered == "accepted" and isinstance(error, dict):
+        return f"accepted; the reference refuses: {_cut(str(error.get('message', '')), 110)}"
+    if d.expected.get("ok") is False:
+        return f"refused as {d.answered}; the reference refuses as {error.get('kind') if error else '?'} ({d.rule})"
+    return f"answers with {d.answered}; the reference {_verdict(d)}"
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: text.rfind(" ", 0, limit)] + " ..."
+
+
+def _comments(path: Path) -> dict[str, str]:
+    """The hand-written comment of each entry of an existing list (one `--fix` did not write)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out = {}
+    for raw in text.splitlines():
+        entry, _, comment = raw.partition("#")
+        words, comment = entry.split(), comment.strip()
+        if len(words) == 2 and comment and not comment.startswith(_WRITTEN):
+            out[" ".join(words)] = comment
+    return out
+
+
+_WRITTEN = ("accepted; the reference refuses", "refused as ", "answers with ")
+"""How the comments `--fix` writes begin: those are written afresh, the others kept."""
 
 
 def _verdict(d: Divergence) -> str:

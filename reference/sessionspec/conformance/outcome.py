@@ -14,7 +14,7 @@ its level, how many vectors and machine findings it has, its shortest trace and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from sessionspec.conformance.failures import Verdict
 from sessionspec.conformance.runner import Result, broken
@@ -69,10 +69,53 @@ class Family:
         return min(self.divergences, key=lambda d: (d.source != "machine", len(d.trace), d.id))
 
 
+@dataclass(frozen=True)
+class RuleTally:
+    """The rules a run reached at one level, and those a divergence of that level showed broken.
+
+    A rule is counted at the level its vectors test it at (spec/10, "Vectors"): a message shape
+    rule is required where a seed is read and recommended where an append is made, so it may be
+    counted at both. It is reached at a level when a vector of that level covering it ran (passed
+    or failed, not skipped) or a divergence of that level names it (its root cause, else its own
+    rule, else the first rule of the vector that diverged); it passes when reached and named by no
+    divergence of the level. What the machine checks without a divergence is not counted: a rule is
+    never said to pass on examples that were not about it.
+    """
+
+    level: str
+    reached: frozenset[str]
+    failing: frozenset[str]
+
+    @property
+    def passing(self) -> frozenset[str]:
+        return self.reached - self.failing
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reached": len(self.reached), "passing": len(self.passing), "failing": sorted(self.failing)}
+
+
+def tally(result: Result) -> dict[str, RuleTally]:
+    """The rules each level of a run reached and broke (`RuleTally`), from its vectors and its divergences."""
+    reached: dict[str, set[str]] = {"required": set(), "recommended": set()}
+    failing: dict[str, set[str]] = {"required": set(), "recommended": set()}
+    for vector in result.vectors:
+        if vector.status != "skipped" and vector.level in reached:
+            reached[vector.level].update(vector.rules)
+        found = vector.divergence
+        if found is not None and found.level in failing:
+            failing[found.level].add(found.named or found.rule or (vector.rules or ("",))[0])
+    for found in result.divergences:
+        if found.source != "vector" and found.level in failing and (found.named or found.rule):
+            failing[found.level].add(found.named or found.rule or "")
+    return {level: RuleTally(level, frozenset(reached[level] | failing[level]), frozenset(failing[level]))
+            for level in ("required", "recommended")}
+
+
 @dataclass
 class Outcome:
     cases: list[Case]
     families: list[Family]
+    rules: dict[str, RuleTally] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(case.status == status for case in self.cases)
@@ -113,7 +156,7 @@ def outcome(result: Result, verdict: Verdict, *, enforce: str = "recommended") -
                  for stale in verdict.stale)
     if result.crash is not None:
         cases.append(Case("runner", "the oracle", FAILED, message=f"the oracle failed (not the testee): {result.crash}"))
-    return Outcome(cases, group(result.divergences, expected))
+    return Outcome(cases, group(result.divergences, expected), tally(result))
 
 
 def _search_case(result: Result) -> Case:

@@ -33,6 +33,9 @@ def summary_lines(result: Result, outcome: Outcome) -> list[str]:
              f"{plural(numbers['expected'], 'expected failure')}, {plural(numbers['unexpected'], 'unexpected failure')} "
              f"({plural(len(result.vectors), 'vector')}, {plural(result.examples, 'machine example')}, "
              f"{plural(result.requests, 'request')} in {result.seconds:.1f} s)"]
+    if outcome.rules:
+        lines.append("  rules passing: " + ", ".join(
+            f"{level} {len(tally.passing):,} of {len(tally.reached):,} reached" for level, tally in outcome.rules.items()))
     for level in ("required", "recommended"):
         families = [f for f in outcome.families if f.level == level]
         if families:
@@ -138,7 +141,8 @@ def to_json(result: Result, outcome: Outcome, command: Sequence[str]) -> dict[st
         "machine": {"examples": result.examples, "searched": result.searched,
                     "divergences": sum(d.source == "machine" for d in result.divergences)},
         "levels": {level: {"families": sum(f.level == level for f in outcome.families),
-                           "notListed": sum(f.level == level and not f.listed for f in outcome.families)}
+                           "notListed": sum(f.level == level and not f.listed for f in outcome.families),
+                           "rules": outcome.rules[level].to_json()}
                    for level in ("required", "recommended")},
         "stopped": result.stopped, "crash": result.crash, "unchecked": result.unchecked,
         "traces": None if result.traces is None else str(result.traces),

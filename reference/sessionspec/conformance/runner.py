@@ -71,6 +71,10 @@ class VectorOutcome:
     seconds: float = 0.0
     divergence: Divergence | None = None
     reason: str = ""
+    rules: tuple[str, ...] = ()
+    """The rules the vector covers (its first is the one it is about): what its outcome counts for."""
+    level: str | None = None
+    """The vector's level (spec/10, "Vectors"): where its rules are required, or only recommended (an append)."""
 
 
 @dataclass
@@ -123,6 +127,7 @@ def run_vector(exchange: Exchange, vector: dict[str, Any]) -> VectorOutcome:
     """Every step of one vector against its recorded answers, then its final snapshot; pipelined. A vector whose
     last step's op the testee does not implement (an optional one) is skipped, not passed."""
     started = time.perf_counter()
+    rules, level = tuple(vector.get("rules", ())), vector.get("level")
     exchange.begin("vector", vector["id"])
     steps = vector["steps"]
     try:
@@ -132,12 +137,13 @@ def run_vector(exchange: Exchange, vector: dict[str, Any]) -> VectorOutcome:
         exchange.send({"op": "snapshot"}, expected=vector["final"])
         exchange.flush()
     except DivergenceFound as found:
-        return VectorOutcome(vector["id"], "failed", time.perf_counter() - started, found.divergence)
+        return VectorOutcome(vector["id"], "failed", time.perf_counter() - started, found.divergence, rules=rules, level=level)
     unimplemented = [op for position, op in exchange.skipped if position == len(steps)]
     if unimplemented:
         return VectorOutcome(vector["id"], "skipped", time.perf_counter() - started,
-                             reason=f"the testee does not implement {unimplemented[0]} (an optional op)")
-    return VectorOutcome(vector["id"], "passed", time.perf_counter() - started)
+                             reason=f"the testee does not implement {unimplemented[0]} (an optional op)", rules=rules,
+                             level=level)
+    return VectorOutcome(vector["id"], "passed", time.perf_counter() - started, rules=rules, level=level)
 
 
 def _run_vectors(exchange: Exchange, options: Options, result: Result, progress: Progress | None) -> None:
@@ -149,7 +155,9 @@ def _run_vectors(exchange: Exchange, options: Options, result: Result, progress:
         why = _unusable(exchange) or ("the run's deadline passed" if exchange.past_deadline else None)
         if why is not None:
             result.stopped = result.stopped or why
-            result.vectors.extend(VectorOutcome(v["id"], "skipped", reason=f"not run: {why}") for v in vectors[number:])
+            result.vectors.extend(VectorOutcome(v["id"], "skipped", reason=f"not run: {why}", rules=tuple(v.get("rules", ())),
+                                                 level=v.get("level"))
+                                  for v in vectors[number:])
             result.partial = True
             return
         outcome = run_vector(exchange, vector)

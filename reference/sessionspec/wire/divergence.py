@@ -58,7 +58,8 @@ class Divergence:
     """Every rule the request breaks (the reference's first among them), each with its kind and level."""
     named: str | None = None
     """The rule the family is named after when it is not the reference's: the check-order rule, for a testee that
-    rejected with the kind of another rule the request breaks."""
+    rejected with the kind of another rule the request breaks; the first required rule the request breaks, when
+    the reference's own is only recommended for the request's op (`wire.verdict`)."""
     aftermath: dict[str, str] = field(default_factory=dict)
     """What the testee answered to a snapshot, a valid append and a repair after the trace: "ok", or how it failed."""
 

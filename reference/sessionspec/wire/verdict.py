@@ -81,15 +81,27 @@ def judge(op: Any, request: Any, expected: Any, actual: Any, breaches: Sequence[
     want, got = _error(expected), _error(actual)
     required = any(b.level == Level.REQUIRED for b in breaches)
     if want is not None and got is None:  # the testee accepted what the reference rejects
-        return Verdict(Level.REQUIRED if required or not breaches else Level.RECOMMENDED)
+        return Verdict(Level.REQUIRED, _required_rule(breaches)) if required or not breaches \
+            else Verdict(Level.RECOMMENDED)
     if want is not None and got is not None:  # both rejected, with different kinds
         kind = got.get("kind")
         if any(b.kind == kind for b in breaches):
             return Verdict(Level.RECOMMENDED, _order_rule(op))
-        return Verdict(Level.REQUIRED if required or not breaches else Level.RECOMMENDED)
+        return Verdict(Level.REQUIRED, _required_rule(breaches)) if required or not breaches \
+            else Verdict(Level.RECOMMENDED)
     if want is None and got is None and _only_ignorable_dropped(op, request, expected, actual, why):
         return Verdict(Level.RECOMMENDED, IGNORABLE)
     return Verdict(Level.REQUIRED)
+
+
+def _required_rule(breaches: Sequence[Breach]) -> str | None:
+    """The rule a required divergence is named after when the reference's own (the first it checks) is only
+    recommended for this op: the first required rule the request breaks. A fold whose first fault is an envelope
+    rule (recommended for a log given whole) and which also breaks a surface rule (required: the upstream's fold
+    checks it) is a deviation from the surface rule, and its family says so."""
+    if not breaches or breaches[0].level == Level.REQUIRED:
+        return None
+    return next((b.rule for b in breaches if b.level == Level.REQUIRED), None)
 
 
 def _order_rule(op: Any) -> str:
