@@ -165,11 +165,29 @@ DEPTH = 2_000
 run uses 100,000."""
 
 
+def deep(depth: int) -> dict[str, tuple[bytes, str]]:
+    """The value classes nested `depth` levels (past the recursion limit: the lossless reader's iterative path), each
+    thing it can meet inside: nothing, a pair, NaN, a key given twice, a missing comma, key or colon, trailing data."""
+    arrays, objects, closing = b"[" * depth, b'{"a":' * depth, b"}" * depth
+    return {
+        "deep-arrays": (arrays + b"]" * depth, VALID),
+        "deep-objects": (b'{"a":' * (depth // 5) + b"1" + b"}" * (depth // 5), VALID),
+        "deep-pairs": (arrays + b"1,2" + b"]" * depth, VALID),
+        "unclosed-deep": (arrays, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-nan": (arrays + b"NaN" + b"]" * depth, "SESSION-LOSSLESS-TEXT.3"),
+        "deep-duplicate-key": (objects + b'{"k":1,"k":2}' + closing, "SESSION-LOSSLESS-TEXT.6"),
+        "deep-missing-comma": (arrays + b"1 2" + b"]" * depth, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-missing-key": (objects + b"{1:2}" + closing, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-missing-colon": (objects + b'{"k" 2}' + closing, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-trailing-data": (arrays + b"]" * depth + b" 1", "SESSION-LOSSLESS-TEXT.2"),
+        "deep-bad-escape": (arrays + b'"\\x"' + b"]" * depth, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-bad-key-escape": (objects + b'{"\\x":1}' + closing, "SESSION-LOSSLESS-TEXT.2"),
+    }
+
+
 def values(depth: int = DEPTH) -> dict[str, tuple[bytes, str]]:
     """name -> (JSON text placed as an ignorable event's data, VALID or the rule that refuses it)."""
-    return {**VALUES, "deep-arrays": (b"[" * depth + b"]" * depth, VALID),
-            "deep-objects": (b'{"a":' * (depth // 5) + b"1" + b"}" * (depth // 5), VALID),
-            "unclosed-deep": (b"[" * depth, "SESSION-LOSSLESS-TEXT.2")}
+    return {**VALUES, **deep(depth)}
 
 
 VALUES: dict[str, tuple[bytes, str]] = {
@@ -177,8 +195,6 @@ VALUES: dict[str, tuple[bytes, str]] = {
     "lone-low-surrogate": (b'["\\udfff"]', VALID),
     "astral-pair": (b'"\\ud83d\\ude00 \xf0\x9f\x98\x80"', VALID),
     "terminal-escapes": (b'{"text":"\\u001b[2J\\u0007\\u202e\\u0000"}', VALID),
-    "deep-arrays": (b"[" * 100_000 + b"]" * 100_000, VALID),
-    "deep-objects": (b'{"a":' * 20_000 + b"1" + b"}" * 20_000, VALID),
     "safe-extremes": (b"[9007199254740991,-9007199254740991,5e-324,1.7976931348623157e308]", VALID),
     "empty-containers": (b'[{},[],"",0,false,null]', VALID),
     "long-string": (b'"' + b"x" * (1 << 20) + b'"', VALID),
@@ -195,11 +211,11 @@ VALUES: dict[str, tuple[bytes, str]] = {
     "overlong-utf8": (b'"\xc0\xaf"', "SESSION-LOSSLESS-TEXT.1"),
     "byte-order-mark": (b"\xef\xbb\xbf{}", "SESSION-LOSSLESS-TEXT.2"),
     "trailing-comma": (b"[1,]", "SESSION-LOSSLESS-TEXT.2"),
-    "unclosed-deep": (b"[" * 100_000, "SESSION-LOSSLESS-TEXT.2"),
     "raw-control-character": (b'"\x01"', "SESSION-LOSSLESS-TEXT.2"),
     "bad-escape": (b'"\\x41"', "SESSION-LOSSLESS-TEXT.2"),
     "leading-zero": (b"012", "SESSION-LOSSLESS-TEXT.2"),
     "two-values": (b"1 2", "SESSION-LOSSLESS-TEXT.2"),
+    **deep(100_000),
 }
 """The classes at full size (100,000 levels of nesting, as decision 4 promises); `values` scales the deep ones."""
 
@@ -245,6 +261,12 @@ def value_log(directory: Path, fmt: str, name: str, where: str, depth: int = DEP
     batches, seq = placed(where)
     text, rule = values(depth)[name]
     return write_raw(directory / f"{name}-{where}.{fmt}", fmt, batches, {seq: text}), rule
+
+
+def deep_log(directory: Path, fmt: str, depth: int, *, open_tail: bool) -> Path:
+    """A valid log of backend `fmt` holding a `depth`-deep array as an ignorable event's data: at its open tail (a
+    repair writes closers after it) or in its middle (a closed turn follows). 1,000,000 is the issue's depth."""
+    return value_log(directory, fmt, "deep-arrays", "tail" if open_tail else "middle", depth)[0]
 
 
 def record_log(directory: Path, fmt: str, name: str, where: str) -> tuple[Path, str]:
@@ -440,7 +462,7 @@ def expanding_blobs(directory: Path, rows: int, size: int) -> Path:
     return path
 
 
-def expanders(directory: Path, records: int = 1 << 16, plain: int = 64 << 20) -> Iterator[tuple[str, Path]]:
+def expanders(directory: Path, records: int = 1 << 16, plain: int = 256 << 20) -> Iterator[tuple[str, Path]]:
     """One log of each class that costs more than its size allows (SESSION-STORAGE-RECORD.3), sized to pass the
     budget's floors (`records`, `plain`: the real ones by default; a test that lowers them gets smaller logs)."""
     yield "zstd frames of turn/end lines", expanding_zstd(directory, 8, min(65_535, records - 1))

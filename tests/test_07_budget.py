@@ -144,8 +144,11 @@ def test_a_small_log_with_one_large_repetitive_record_loads(tmp_path: Path) -> N
     assert len(storage.load(path, impl="live").events) == len(batch) + 1
 
 
-def test_a_blob_past_the_record_bound_is_its_rows_defect_and_its_decode_is_spent(tmp_path: Path) -> None:
-    """One BLOB bomb at the open tail is a torn tail (SESSION-STORAGE-RECORD.1); a second finds the budget spent."""
+def test_a_blob_past_the_record_bound_is_its_rows_defect_and_its_decode_is_spent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One BLOB bomb at the open tail is a torn tail (SESSION-STORAGE-RECORD.1); the next finds the budget spent
+    (a floor of 100 MiB here, so that two bombs of 65 MiB pass it)."""
+    monkeypatch.setattr(budget, "PLAIN_FLOOR", 100 << 20)
     batches = agent_log(1, open_tail=True)
     path = write_sqlite(tmp_path / "bombs.sqlite", batches)
     seq = len(batches[0])

@@ -19,7 +19,7 @@ import pytest
 from hostile import SPECIAL_FILES, agent_log, clean_log, lines_of, run_cli, special_files, write_zstd
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
-from sessionspec.storage import formats
+from sessionspec.storage import formats, zstdlog
 from sessionspec.storage.formats import Unreadable
 from sessionspec.storage.zstdlog import ZstdReader
 
@@ -167,3 +167,20 @@ def _grown(status: os.stat_result, size: int) -> os.stat_result:
     fields = list(status)
     fields[6] = size
     return os.stat_result(fields)
+
+
+def test_a_large_frame_truncated_between_its_two_decodes_is_refused(
+        tmp_path: Path, watchdog: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame past the reader's buffer is decoded twice; a file cut between the two is refused (.4), never read short."""
+    monkeypatch.setattr(zstdlog, "PLAIN_BUFFER", 1)
+    batch = [{"type": "plugin/x", "seq": k, "time": 0, "data": os.urandom(2000).hex(), "ignorable": True}
+             for k in range(300)]
+    path = tmp_path / "log.jsonl.zstd"
+    storage.save(path, {"version": 0, "id": "h", "createdAt": 1}, batch)
+    size = path.stat().st_size
+    records = ZstdReader(path).records()
+    next(records)
+    os.truncate(path, size // 2)
+    with pytest.raises(SpecViolation) as refused:
+        list(records)
+    assert refused.value.rule == RECORD_4 and "changed while it was read" in refused.value.message

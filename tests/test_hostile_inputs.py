@@ -49,6 +49,7 @@ from hostile import (
     corruptions,
     cuts,
     damaged_pages,
+    deep_log,
     expanders,
     foreign_schema,
     lines_of,
@@ -181,6 +182,13 @@ def test_value_classes_at_full_depth(tmp_path: Path, fmt: str, where: str) -> No
     value_classes(tmp_path, fmt, [where], 100_000)
 
 
+@pytest.mark.nightly
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_value_a_million_levels_deep(tmp_path: Path, fmt: str) -> None:
+    """The issue's deep log (check about 1 s, repair 16 s, repair --write 45 s on its open-tail form)."""
+    judge(deep_log(tmp_path, fmt, 1_000_000, open_tail=True), tmp_path, VALID)
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl.zstd"])
 @pytest.mark.parametrize("where", ["middle", "tail"])
 def test_record_classes(tmp_path: Path, fmt: str, where: str) -> None:
@@ -193,6 +201,8 @@ def test_record_classes(tmp_path: Path, fmt: str, where: str) -> None:
 SQLITE_COLUMNS = {
     "type-invalid-utf8": ("UPDATE events SET type = CAST(x'ff' AS TEXT) WHERE seq = ?", "SESSION-LOSSLESS-TEXT.1"),
     "data-not-zstd": ("UPDATE events SET data = x'00010203' WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
+    "data-bad-magic": ("UPDATE events SET data = x'00010203040506' WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
+    "row-tag-unmarked": ("UPDATE events SET type = 'text-chunks' WHERE seq = ?", "SESSION-SQLITE-ROW.3"),
     "data-zstd-garbage": ("UPDATE events SET data = x'28b52ffd0000' WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
     "data-integer": ("UPDATE events SET data = 7 WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
     "sources-noncanonical": ("UPDATE events SET source_event_seqs = x'8100' WHERE seq = ?", "SESSION-SQLITE-ROW.1"),

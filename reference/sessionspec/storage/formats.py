@@ -133,11 +133,6 @@ def read_or_refuse(stream: BinaryIO, size: int, path: Path | str) -> bytes:
         raise Unreadable(f"{path}: {CHANGED}: the file fails to read: {error.strerror or error}", rule=CHANGED) from None
 
 
-def check_regular(path: Path | str) -> None:
-    """SESSION-STORAGE-RECORD.2 for a reader that opens the path itself (SQLite): refuse what is not a regular file."""
-    open_regular(path).close()
-
-
 def detect(path: Path | str, *, existing: bool = True) -> str:
     """The backend of `path`: "jsonl", "jsonl.zstd" or "sqlite".
 

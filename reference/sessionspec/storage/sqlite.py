@@ -239,7 +239,7 @@ def _unverified(path: str, why: str) -> NoReturn:
 
 def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool = False) -> None:
     """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns."""
-    connection = connect(path, write=True)
+    connection = connect(path)
     try:
         connection.execute("BEGIN IMMEDIATE")
         try:

@@ -108,17 +108,16 @@ def _open(uri: str, name: str) -> sqlite3.Connection:
     return connection
 
 
-def connect(path: Path, *, write: bool) -> sqlite3.Connection:
-    """A connection for writing (WAL, `synchronous = FULL`), or to read through the WAL a writer keeps."""
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection for writing: WAL, `synchronous = FULL` (SESSION-STORAGE-WRITE.2). Readers use ReadOnly."""
     name = str(path)
-    if not write or Path(path).exists():
-        _judge_file(Path(path), write=write)
-    connection = _open(_uri(Path(path), "" if write else "mode=ro"), name)
+    if Path(path).exists():
+        _judge_file(Path(path), write=True)
+    connection = _open(_uri(Path(path)), name)
     try:
         connection.execute("PRAGMA foreign_keys = ON")
-        if write:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = FULL")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = FULL")
     except DRIVER_ERRORS as error:
         connection.close()
         raise damaged(error, name) from None

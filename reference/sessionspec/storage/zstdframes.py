@@ -160,13 +160,14 @@ class Decoded:
     ends_line: bool
 
 
-def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard.ZstdDecompressor, *,
-           line: int | None = None, budget: Budget | None = None, stop: int | None = None) -> Decoded:
+def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard.ZstdDecompressor, budget: Budget, *,
+           line: int | None = None, stop: int | None = None) -> Decoded:
     """SESSION-ZSTD-FRAMES.3 and .4: the whole frame decoded, before any of its records is trusted.
 
     `line` is the line of the frame's first record, for the refusals to name. What the frame
     decodes to is spent from the log's `budget` as it comes (SESSION-STORAGE-RECORD.3). With
-    `stop`, the decode ends once the plaintext passes it, unkept (the header frame: one record).
+    `stop`, the decode ends once the plaintext passes it, unkept, counting the newlines within
+    `stop` only (the header frame: one record, which must end within the record bound).
     """
     # .3 Only a checksummed frame can prove its own integrity.
     if frame.complete and not frame.checksum:
@@ -189,11 +190,11 @@ def decode(stream: BinaryIO, frame: Frame, path: str, keep: int, dctx: zstandard
                 raise refuse(FRAME_BOUNDS, Kind.ENVELOPE, path,
                              f"corrupt Zstandard session log: frame at byte {frame.start} decodes to more than "
                              f"{MAX_FRAME_RECORDS} records or {MAX_FRAME_BYTES} bytes", line=line)
-            if budget is not None:
-                # SESSION-STORAGE-RECORD.3: the file's budget, spent as the frame decodes.
-                budget.spend(len(piece), found)
             if stop is not None and total > stop:
-                return Decoded(None, newlines, False)
+                # Stopped past `stop`: only the newlines within it count (whether the first line ended in time).
+                return Decoded(None, newlines - piece.count(b"\n", stop - (total - len(piece))), False)
+            # SESSION-STORAGE-RECORD.3: the file's budget, spent as the frame decodes.
+            budget.spend(len(piece), found)
     except zstandard.ZstdError as error:
         if not frame.complete:
             # .4 A torn frame that fails to decode just recovers nothing.

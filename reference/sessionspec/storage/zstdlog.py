@@ -82,7 +82,7 @@ class ZstdReader(FileReader):
         if first.complete:
             # The header is one record: its frame is decoded no further than the record bound.
             bound = gate.MAX_RECORD_BYTES + 1
-            decoded = decode(self._stream, first, self._name, bound, self._dctx, line=1, budget=self.budget, stop=bound)
+            decoded = decode(self._stream, first, self._name, bound, self._dctx, self.budget, line=1, stop=bound)
         if decoded.kept is None and decoded.newlines == 0:
             # SESSION-STORAGE-RECORD.1: the header line passes the bound before it ends.
             raise refuse(gate.RECORD_SIZE, Kind.JSON, self._name, f"header record exceeds {gate.MAX_RECORD_BYTES} bytes", line=1)
@@ -99,7 +99,7 @@ class ZstdReader(FileReader):
 
     def _frame_lines(self, frame: Frame, line: int) -> tuple[Iterator[bytes], int]:
         """The frame's records, and how many; none where a pending defect makes them irrelevant."""
-        decoded = decode(self._stream, frame, self._name, PLAIN_BUFFER, self._dctx, line=line + 1, budget=self.budget)
+        decoded = decode(self._stream, frame, self._name, PLAIN_BUFFER, self._dctx, self.budget, line=line + 1)
         # SESSION-ZSTD-FRAMES.3: a batch frame holds whole records: a partial one means the writer itself was wrong.
         if frame.complete and not decoded.ends_line:
             raise refuse(COMPLETE_FRAME, Kind.ENVELOPE, self._name,
