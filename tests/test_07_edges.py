@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import zstandard
-from hostile import HEADER, agent_log, clean_log, frame, lines_of, run_cli, write_jsonl, write_sqlite, write_zstd
+from hostile import agent_log, clean_log, frame, lines_of, run_cli, write_jsonl, write_sqlite, write_zstd
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
 from sessionspec.storage import chunkrows, durable, formats, jsonl, records, sqlitefile
@@ -305,7 +305,3 @@ def test_a_torn_final_frame_that_fails_to_decode_recovers_nothing(tmp_path: Path
     path.write_bytes(path.read_bytes() + bytes(torn))
     result = storage.load(path, impl="live")
     assert result.torn is not None and result.recovered == 0 and result.torn.offset == size
-
-
-def test_header_of_hostile_helpers_is_the_session_header() -> None:
-    assert HEADER["type"] == "session"

@@ -184,3 +184,33 @@ def test_a_large_frame_truncated_between_its_two_decodes_is_refused(
     with pytest.raises(SpecViolation) as refused:
         list(records)
     assert refused.value.rule == RECORD_4 and "changed while it was read" in refused.value.message
+
+
+def test_a_jsonl_log_truncated_while_it_is_read_is_judged_as_it_was_read(tmp_path: Path, watchdog: None) -> None:
+    """A JSONL reader reads to the end of what is there: a log cut under it is a log that ends in a fragment (a torn
+    tail, SESSION-TORN-TAIL.1), whose revision token is of the cut file, so a repair of that plan commits to the file
+    as it now is, and to nothing another writer could have changed since (SESSION-STORAGE-WRITE.4)."""
+    path = clean_log(tmp_path / "log.jsonl", "jsonl", turns=300)
+    size = path.stat().st_size
+    reader = storage.jsonl.JsonlReader(path)
+    records = reader.records()
+    read = [next(records)]
+    cut = path.read_bytes().index(b"\n", size // 2) + 5  # inside a line
+    os.truncate(path, cut)
+    read.extend(records)
+    assert reader.torn is not None and reader.torn.rule == "SESSION-TORN-TAIL.1" and reader.revision[2] == cut
+    plan = storage.load(path, impl="live")
+    assert storage.repair(path, impl="live", plan=plan).torn is None
+
+
+@pytest.mark.xfail(strict=True, raises=OSError, reason=(
+    "SESSION-STORAGE-RECORD.4 for a JSONL read that fails midway: storage.jsonl's reader (_read_line, _after_defect: "
+    "outside this branch's area) and logcheck.blocks.read_blocks let the OSError escape (a traceback, exit 1), where "
+    "the zstd reader refuses the log at its line; the fix is the same catch around their reads."))
+def test_a_jsonl_read_that_fails_later_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = clean_log(tmp_path / "log.jsonl", "jsonl", turns=3)
+    data = path.read_bytes()
+    reader = storage.jsonl.JsonlReader(path, stream=io.BufferedReader(FailingStream(data, len(data) - 40), buffer_size=64))
+    with pytest.raises(SpecViolation) as refused:
+        list(reader.records())
+    assert refused.value.rule == RECORD_4

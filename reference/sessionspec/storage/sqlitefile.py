@@ -135,8 +135,8 @@ def _stamp(path: Path) -> tuple[int, ...] | None:
 class ReadOnly:
     """SESSION-SQLITE-READ.1: a read-only connection to the database at `path` that creates no file beside it.
 
-    `unchanged()` says whether a read made without SQLite's locks (immutable, or of a private copy)
-    still stands: the files it read are as they were when it began.
+    `unchanged()` says whether a read made without SQLite's locks (of the file as immutable) still
+    stands: the file is as it was when the read began. A private copy is checked while it is made.
     """
 
     def __init__(self, path: Path) -> None:
@@ -153,8 +153,8 @@ class ReadOnly:
             self._watched = [self.path]
             uri = _uri(self.path, "mode=ro&immutable=1")
         else:
-            # A WAL without its index (or a rollback journal): read a private copy, whose index goes with it.
-            self._watched = [self.path, wal]
+            # A WAL without its index (or a rollback journal): read a private copy, whose index goes with it; the
+            # copy holds still, so only the copying is watched.
             uri = _uri(self._copy(wal), "")
         self._stamps = [_stamp(watched) for watched in self._watched]
         self.connection = _open(uri, str(path))
