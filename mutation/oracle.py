@@ -51,7 +51,9 @@ STAGES: dict[str, dict[str, list[str]]] = {
     "storage": {
         "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
                     "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
-                    "tests/test_07_sqlite_faults.py"],
+                    "tests/test_07_sqlite_faults.py", "tests/test_07_budget.py", "tests/test_07_files.py",
+                    "tests/test_07_sqlite_files.py", "tests/test_07_large.py", "tests/test_07_refusals.py",
+                    "tests/test_07_revision.py", "tests/test_07_deep.py", "tests/test_07_edges.py"],
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }

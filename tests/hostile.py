@@ -165,11 +165,29 @@ DEPTH = 2_000
 run uses 100,000."""
 
 
+def deep(depth: int) -> dict[str, tuple[bytes, str]]:
+    """The value classes nested `depth` levels (past the recursion limit: the lossless reader's iterative path), each
+    thing it can meet inside: nothing, a pair, NaN, a key given twice, a missing comma, key or colon, trailing data."""
+    arrays, objects, closing = b"[" * depth, b'{"a":' * depth, b"}" * depth
+    return {
+        "deep-arrays": (arrays + b"]" * depth, VALID),
+        "deep-objects": (b'{"a":' * (depth // 5) + b"1" + b"}" * (depth // 5), VALID),
+        "deep-pairs": (arrays + b"1,2" + b"]" * depth, VALID),
+        "unclosed-deep": (arrays, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-nan": (arrays + b"NaN" + b"]" * depth, "SESSION-LOSSLESS-TEXT.3"),
+        "deep-duplicate-key": (objects + b'{"k":1,"k":2}' + closing, "SESSION-LOSSLESS-TEXT.6"),
+        "deep-missing-comma": (arrays + b"1 2" + b"]" * depth, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-missing-key": (objects + b"{1:2}" + closing, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-missing-colon": (objects + b'{"k" 2}' + closing, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-trailing-data": (arrays + b"]" * depth + b" 1", "SESSION-LOSSLESS-TEXT.2"),
+        "deep-bad-escape": (arrays + b'"\\x"' + b"]" * depth, "SESSION-LOSSLESS-TEXT.2"),
+        "deep-bad-key-escape": (objects + b'{"\\x":1}' + closing, "SESSION-LOSSLESS-TEXT.2"),
+    }
+
+
 def values(depth: int = DEPTH) -> dict[str, tuple[bytes, str]]:
     """name -> (JSON text placed as an ignorable event's data, VALID or the rule that refuses it)."""
-    return {**VALUES, "deep-arrays": (b"[" * depth + b"]" * depth, VALID),
-            "deep-objects": (b'{"a":' * (depth // 5) + b"1" + b"}" * (depth // 5), VALID),
-            "unclosed-deep": (b"[" * depth, "SESSION-LOSSLESS-TEXT.2")}
+    return {**VALUES, **deep(depth)}
 
 
 VALUES: dict[str, tuple[bytes, str]] = {
@@ -177,8 +195,6 @@ VALUES: dict[str, tuple[bytes, str]] = {
     "lone-low-surrogate": (b'["\\udfff"]', VALID),
     "astral-pair": (b'"\\ud83d\\ude00 \xf0\x9f\x98\x80"', VALID),
     "terminal-escapes": (b'{"text":"\\u001b[2J\\u0007\\u202e\\u0000"}', VALID),
-    "deep-arrays": (b"[" * 100_000 + b"]" * 100_000, VALID),
-    "deep-objects": (b'{"a":' * 20_000 + b"1" + b"}" * 20_000, VALID),
     "safe-extremes": (b"[9007199254740991,-9007199254740991,5e-324,1.7976931348623157e308]", VALID),
     "empty-containers": (b'[{},[],"",0,false,null]', VALID),
     "long-string": (b'"' + b"x" * (1 << 20) + b'"', VALID),
@@ -195,11 +211,11 @@ VALUES: dict[str, tuple[bytes, str]] = {
     "overlong-utf8": (b'"\xc0\xaf"', "SESSION-LOSSLESS-TEXT.1"),
     "byte-order-mark": (b"\xef\xbb\xbf{}", "SESSION-LOSSLESS-TEXT.2"),
     "trailing-comma": (b"[1,]", "SESSION-LOSSLESS-TEXT.2"),
-    "unclosed-deep": (b"[" * 100_000, "SESSION-LOSSLESS-TEXT.2"),
     "raw-control-character": (b'"\x01"', "SESSION-LOSSLESS-TEXT.2"),
     "bad-escape": (b'"\\x41"', "SESSION-LOSSLESS-TEXT.2"),
     "leading-zero": (b"012", "SESSION-LOSSLESS-TEXT.2"),
     "two-values": (b"1 2", "SESSION-LOSSLESS-TEXT.2"),
+    **deep(100_000),
 }
 """The classes at full size (100,000 levels of nesting, as decision 4 promises); `values` scales the deep ones."""
 
@@ -245,6 +261,12 @@ def value_log(directory: Path, fmt: str, name: str, where: str, depth: int = DEP
     batches, seq = placed(where)
     text, rule = values(depth)[name]
     return write_raw(directory / f"{name}-{where}.{fmt}", fmt, batches, {seq: text}), rule
+
+
+def deep_log(directory: Path, fmt: str, depth: int, *, open_tail: bool) -> Path:
+    """A valid log of backend `fmt` holding a `depth`-deep array as an ignorable event's data: at its open tail (a
+    repair writes closers after it) or in its middle (a closed turn follows). 1,000,000 is the issue's depth."""
+    return value_log(directory, fmt, "deep-arrays", "tail" if open_tail else "middle", depth)[0]
 
 
 def record_log(directory: Path, fmt: str, name: str, where: str) -> tuple[Path, str]:
@@ -318,6 +340,51 @@ def bad_files(directory: Path) -> Iterator[tuple[str, Path]]:
     yield "foreign-schema", directory / "foreign.sqlite"
 
 
+SPECIAL_FILES = {
+    "proc-mem": "/proc/self/mem",
+    "proc-status": "/proc/self/status",
+    "sys-file": "/sys/kernel/mm/transparent_hugepage/enabled",
+    "char-device-null": "/dev/null",
+    "char-device-zero": "/dev/zero",
+    "char-device-random": "/dev/urandom",
+}
+"""Paths that are no regular file after symbolic links (SESSION-STORAGE-RECORD.2): pseudo files that call themselves
+regular, whose size means nothing and whose read fails or never ends, and character devices."""
+
+
+def special_files(directory: Path, kinds: tuple[str, ...] = tuple(SPECIAL_FILES),
+                  suffixes: tuple[str, ...] = (".jsonl", ".jsonl.zstd", ".sqlite")) -> Iterator[tuple[str, Path]]:
+    """A symbolic link named as a log of each backend to each special file of `kinds` that exists on this machine."""
+    for kind in kinds:
+        target = SPECIAL_FILES[kind]
+        if not os.path.exists(target):
+            continue
+        for suffix in suffixes:
+            link = directory / f"{kind}{suffix}"
+            os.symlink(target, link)
+            yield kind, link
+
+
+FOREIGN_OBJECTS = {
+    "recursive-trigger": "CREATE TRIGGER t AFTER INSERT ON events BEGIN SELECT count(*) FROM (WITH RECURSIVE c(n) AS "
+                         "(SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c); END",
+    "trigger-on-sessions": "CREATE TRIGGER t BEFORE UPDATE ON sessions BEGIN SELECT RAISE(ABORT, 'no'); END",
+    "view": "CREATE VIEW v AS SELECT seq, type FROM events",
+    "index": "CREATE INDEX i ON events (type)",
+    "table": "CREATE TABLE notes (x)",
+}
+"""Schema objects the format does not define (SESSION-SQLITE-SCHEMA.5); the first makes every insert loop for ever."""
+
+
+def foreign_schema(directory: Path, kind: str, *, open_tail: bool = True) -> Path:
+    """A SQLite log (open tail: a repair would write) holding the schema object `kind` besides the format's own."""
+    path = write_sqlite(directory / f"foreign-{kind}.sqlite", agent_log(2, open_tail=open_tail))
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute(FOREIGN_OBJECTS[kind])
+        connection.commit()
+    return path
+
+
 def damaged_pages(source: Path, directory: Path) -> Iterator[Path]:
     """Copies of a SQLite log with one whole page (after the first) overwritten with 0xFF, and cut at each page."""
     data = source.read_bytes()
@@ -331,6 +398,77 @@ def damaged_pages(source: Path, directory: Path) -> Iterator[Path]:
         cut = directory / f"short-{page}.sqlite"
         cut.write_bytes(data[: page * size + 100])
         yield cut
+
+
+# --- logs that cost more than their size: many frames, rows and BLOBs, each within its own bound ---------
+
+
+TURN_END_LINE = b'"turn/end"'
+"""A line that names a turn/end without being one: after a defect each must be parsed, none proves anything."""
+
+
+def expanding_zstd(directory: Path, frames: int, per_frame: int, line: bytes = TURN_END_LINE) -> Path:
+    """An open turn, then `frames` identical frames of `per_frame` copies of `line`, each frame within
+    SESSION-ZSTD-FRAMES.5 and a hundred bytes of zstd: (1,000, 65,535) is the issue's 90 KB log of 65 M lines."""
+    path = write_zstd(directory / f"frames-{frames}x{per_frame}.jsonl.zstd", [lines_of(agent_log(1, open_tail=True)[0])])
+    one = zstandard.ZstdCompressor(level=19, write_checksum=True).compress((line + b"\n") * per_frame)
+    with open(path, "ab") as stream:
+        for _ in range(frames):
+            stream.write(one)
+    return path
+
+
+def chunk_row(seq: int, members: int, *, turn: int = 1) -> dict[str, Any]:
+    """A valid packed row of `members` empty text deltas a millisecond apart (SESSION-CHUNK-ROWS.1-.4)."""
+    return {"type": "text-chunks", "seq0": seq, "time0": 2000 + seq,
+            "data": {"turn": turn, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": [""] * members}}
+
+
+def expanding_rows(directory: Path, fmt: str, rows: int, members: int) -> Path:
+    """An open turn inside a step, then `rows` valid packed rows of `members` members each: zstd, one row a frame;
+    SQLite, one row each, its `data` a zstd BLOB (at most 1,024 members a row there, SESSION-CHUNK-ROWS.5)."""
+    batch = agent_log(1, open_tail=True)[0][:3]  # turn/start, user/message, step/start
+    seq = len(batch)
+    records = []
+    for _ in range(rows):
+        records.append(chunk_row(seq, members))
+        seq += members
+    if fmt == "sqlite":
+        path = directory / f"rows-{rows}x{members}.sqlite"
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.execute("PRAGMA page_size = 512")  # the smallest file SQLite writes: the densest rows
+            connection.execute("VACUUM")
+        write_sqlite(path, [batch])
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.executemany("INSERT INTO events VALUES ('h', ?, 'text-chunks', ?, ?, NULL, NULL, 0)",
+                                   [(r["seq0"], r["time0"], zstandard.ZstdCompressor(level=3).compress(
+                                       dumps(r["data"]).encode())) for r in records])
+            connection.commit()
+        return path
+    return write_zstd(directory / f"rows-{rows}x{members}.jsonl.zstd",
+                      [lines_of(batch)] + [[dumps(record).encode()] for record in records])
+
+
+def expanding_blobs(directory: Path, rows: int, size: int) -> Path:
+    """A SQLite log whose open turn is followed by `rows` ignorable events, each `data` a zstd BLOB of a few hundred
+    bytes that decodes to `size` bytes (spaces, then `{}`: valid JSON within the record bound)."""
+    batch = agent_log(1, open_tail=True)[0]
+    path = write_sqlite(directory / f"blobs-{rows}x{size}.sqlite", [batch])
+    blob = zstandard.ZstdCompressor(level=19).compress(b" " * (size - 2) + b"{}")
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.executemany("INSERT INTO events VALUES ('h', ?, ?, 0, ?, NULL, NULL, 1)",
+                               [(len(batch) + k, HOSTILE, blob) for k in range(rows)])
+        connection.commit()
+    return path
+
+
+def expanders(directory: Path, records: int = 1 << 16, plain: int = 256 << 20) -> Iterator[tuple[str, Path]]:
+    """One log of each class that costs more than its size allows (SESSION-STORAGE-RECORD.3), sized to pass the
+    budget's floors (`records`, `plain`: the real ones by default; a test that lowers them gets smaller logs)."""
+    yield "zstd frames of turn/end lines", expanding_zstd(directory, 8, min(65_535, records - 1))
+    yield "zstd frames of packed rows", expanding_rows(directory, "jsonl.zstd", 3, min(65_536, records))
+    yield "sqlite packed rows", expanding_rows(directory, "sqlite", -(-4 * records // 1_024), 1_024)
+    yield "sqlite BLOBs", expanding_blobs(directory, 12, plain // 8)
 
 
 # --- running a command, and what the load gate says -----------------------------------------------------

@@ -123,6 +123,7 @@ class Limited:
     err: str
     peak: int
     """The child's peak resident memory in bytes (ru_maxrss)."""
+    out: str = ""
 
 
 LAUNCHER = """
@@ -159,7 +160,7 @@ def limited(*argv: str, cpu: int = 120, memory: int = 4 << 30) -> Limited:
         except subprocess.TimeoutExpired:
             return Limited(-9, "killed after the wall-clock watchdog", 0)
         peak = int(report.read_text()) * 1024 if report.exists() else 0
-        return Limited(done.returncode, done.stderr, peak)
+        return Limited(done.returncode, done.stderr, peak, done.stdout)
 
 
 def test_integer_text_is_judged_by_its_length_before_conversion(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,6 +34,7 @@ import pytest
 import zstandard
 from hostile import (
     DEPTH,
+    FOREIGN_OBJECTS,
     FORMATS,
     RECORD_CLASSES,
     RULE,
@@ -48,16 +49,21 @@ from hostile import (
     corruptions,
     cuts,
     damaged_pages,
+    deep_log,
+    expanders,
+    foreign_schema,
     lines_of,
     oracle,
     placed,
     record_log,
     run_cli,
+    special_files,
     value_log,
     write_jsonl,
     write_sqlite,
     write_zstd,
 )
+from sessionspec.storage import budget
 
 STATS: Counter[str] = Counter()
 PLACE = re.compile(r"line \d+|seq \d+|:\d+:|byte \d+|while opening it")
@@ -92,7 +98,7 @@ def contract(tool: tuple[str, ...], ran: Ran, verdict: Verdict, path: Path, rule
     said = ran.out + ran.err
     if ran.code == 1:
         assert RULE in said and PLACE.search(said), (where, said[-2000:])
-    if rule is not None and rule != VALID and verdict.state in ("refused", "repairable"):
+    if rule is not None and rule != VALID and verdict.state in ("refused", "repairable", "unreadable"):
         assert rule in said, (where, rule, said[-2000:])
     STATS["clean runs"] += 1
 
@@ -176,6 +182,13 @@ def test_value_classes_at_full_depth(tmp_path: Path, fmt: str, where: str) -> No
     value_classes(tmp_path, fmt, [where], 100_000)
 
 
+@pytest.mark.nightly
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_value_a_million_levels_deep(tmp_path: Path, fmt: str) -> None:
+    """The issue's deep log (check about 1 s, repair 16 s, repair --write 45 s on its open-tail form)."""
+    judge(deep_log(tmp_path, fmt, 1_000_000, open_tail=True), tmp_path, VALID)
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl.zstd"])
 @pytest.mark.parametrize("where", ["middle", "tail"])
 def test_record_classes(tmp_path: Path, fmt: str, where: str) -> None:
@@ -188,6 +201,8 @@ def test_record_classes(tmp_path: Path, fmt: str, where: str) -> None:
 SQLITE_COLUMNS = {
     "type-invalid-utf8": ("UPDATE events SET type = CAST(x'ff' AS TEXT) WHERE seq = ?", "SESSION-LOSSLESS-TEXT.1"),
     "data-not-zstd": ("UPDATE events SET data = x'00010203' WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
+    "data-bad-magic": ("UPDATE events SET data = x'00010203040506' WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
+    "row-tag-unmarked": ("UPDATE events SET type = 'text-chunks' WHERE seq = ?", "SESSION-SQLITE-ROW.3"),
     "data-zstd-garbage": ("UPDATE events SET data = x'28b52ffd0000' WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
     "data-integer": ("UPDATE events SET data = 7 WHERE seq = ?", "SESSION-SQLITE-ROW.2"),
     "sources-noncanonical": ("UPDATE events SET source_event_seqs = x'8100' WHERE seq = ?", "SESSION-SQLITE-ROW.1"),
@@ -273,6 +288,21 @@ def test_a_fifo_blocks_no_tool(tmp_path: Path) -> None:
         assert done.returncode == 2 and "SESSION-STORAGE-RECORD.2" in done.stderr, (tool, done.stderr)
 
 
+def test_special_files_behind_a_link(tmp_path: Path) -> None:
+    """SESSION-STORAGE-RECORD.2: pseudo files (/proc, /sys) and character devices, linked as a log of each backend."""
+    for kind, path in special_files(tmp_path):
+        verdict = judge(path, tmp_path, "SESSION-STORAGE-RECORD.2")
+        assert verdict.state == "unreadable", (kind, path.name, verdict)
+
+
+def test_schema_objects_of_no_ones_format(tmp_path: Path) -> None:
+    """SESSION-SQLITE-SCHEMA.5: a trigger (one that loops for ever on insert), a view, an index, a table."""
+    for kind in FOREIGN_OBJECTS:
+        path = foreign_schema(tmp_path, kind)
+        verdict = judge(path, tmp_path, "SESSION-SQLITE-SCHEMA.5")
+        assert (verdict.state, verdict.rule) == ("unreadable", "SESSION-SQLITE-SCHEMA.5"), (kind, verdict)
+
+
 def test_damaged_sqlite_pages(tmp_path: Path) -> None:
     source = write_sqlite(tmp_path / "pages.sqlite", agent_log(30, open_tail=True))
     for path in damaged_pages(source, tmp_path):
@@ -344,6 +374,23 @@ def test_amplification_at_the_issues_sizes(tmp_path: Path) -> None:
                 STATS["hangs"] += 1
             assert done.code in (0, 1) and "Traceback" not in done.err, (name, tool, done.code, done.err[-2000:])
             assert done.peak < MEMORY_FLOOR + 32 * size, (name, tool, done.peak, size)
+
+
+def test_logs_that_expand_past_their_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SESSION-STORAGE-RECORD.3: many frames, packed rows and BLOBs, each within its own bound, the file past its budget
+    (the floors lowered to 4,096 records and 4 MiB so that the slice stays small; the nightly run keeps them)."""
+    monkeypatch.setattr(budget, "RECORDS_FLOOR", 4_096)
+    monkeypatch.setattr(budget, "PLAIN_FLOOR", 4 << 20)
+    for name, path in expanders(tmp_path, budget.RECORDS_FLOOR, budget.PLAIN_FLOOR):
+        verdict = judge(path, tmp_path, "SESSION-STORAGE-RECORD.3")
+        assert (verdict.state, verdict.rule) == ("refused", "SESSION-STORAGE-RECORD.3"), (name, verdict)
+
+
+@pytest.mark.nightly
+def test_logs_that_expand_past_the_real_floors(tmp_path: Path) -> None:
+    for name, path in expanders(tmp_path):
+        verdict = judge(path, tmp_path, "SESSION-STORAGE-RECORD.3")
+        assert (verdict.state, verdict.rule) == ("refused", "SESSION-STORAGE-RECORD.3"), (name, verdict)
 
 
 # --- replay on corrupted traces ------------------------------------------------------------------------

@@ -116,6 +116,9 @@ FAMILIES: dict[str, Ground] = {
     "SESSION-SQLITE-SCHEMA": Ground(R, "the upstream's SQLite identity and schema (notes §4.3); seed 000, "
                                        "Persistence: a database of another build is refused, not migrated"),
     "SESSION-SQLITE-ROW": Ground(R, "the upstream's SQLite row codec (notes §4.3)"),
+    "SESSION-SQLITE-READ": Ground(REC, "decision: a read-only command leaves the directory as it was (a checker is "
+                                      "run over other people's files); the upstream reads through its store, which "
+                                      "opens the database to write"),
     "SESSION-TORN-TAIL": Ground(R, "the upstream's torn-tail scan (notes §4.3 scanRows): a defect followed by a "
                                    "committed turn/end is corruption, else a torn tail"),
     "SESSION-LEGACY-UPGRADE": Ground(R, "the upstream's legacy import (notes §4.5): a log an older harness wrote "
@@ -218,6 +221,12 @@ RULES: dict[str, Ground] = {
                                         "met and is never read as a torn tail (nothing proves a writer stopped)"),
     "SESSION-STORAGE-WRITE.4": Ground(R, "the upstream's repair re-scans under the write lock and refuses a stale "
                                          "marker (notes §4.3)"),
+    "SESSION-STORAGE-RECORD.4": Ground(REC, "decision: a log that changes under a reader is refused where that is "
+                                            "found and never cut as a torn tail; the upstream reads a file whole, once, "
+                                            "and lets a driver's error escape"),
+    "SESSION-SQLITE-SCHEMA.5": Ground(REC, "decision: a trigger, view or index the format does not define would run "
+                                           "code on a write or change what a read returns; the upstream compares its "
+                                           "tables' DDL and nothing else (notes §4.3)"),
     "SESSION-ZSTD-FRAMES.5": Ground(REC, "decision: what a frame decodes to is bounded, so a small file cannot cost "
                                          "a reader gigabytes"),
 }

@@ -8,6 +8,10 @@ empty, or for text the readers must judge. One function decides, so that `load`,
 A log is a regular file. A FIFO given as a log would block its reader until some writer came
 along, a device never ends, a directory has no bytes to read: each is refused before a byte is
 read (SESSION-STORAGE-RECORD.2), by opening without blocking and asking the descriptor what it is.
+A file of a pseudo file system (`/proc`, `/sys`) says it is regular, but its size means nothing
+and reading it may fail (`/proc/self/mem`) or never end: it is refused the same way, by asking
+the descriptor's file system. A read that fails all the same (an I/O error) refuses the log with
+SESSION-STORAGE-RECORD.4, never a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ from sessionspec.rules import define
 
 REGULAR = define("SESSION-STORAGE-RECORD.2", Kind.UNSUPPORTED,
                  "a log is a regular file; a FIFO, directory, device or socket is refused before it is read")
+
+CHANGED = define("SESSION-STORAGE-RECORD.4", Kind.ENVELOPE,
+                 "a log that fails to read, shrinks, or changes under a reader that holds no lock is refused where "
+                 "that is found, never judged a torn tail")
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 SQLITE_MAGIC: Final = b"SQLite format 3\x00"
@@ -58,6 +66,35 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+PSEUDO_FILE_SYSTEMS: Final = frozenset({
+    "proc", "sysfs", "debugfs", "tracefs", "securityfs", "configfs", "cgroup", "cgroup2", "bpf", "pstore", "efivarfs",
+    "fusectl", "binfmt_misc", "devpts", "mqueue", "nsfs", "selinuxfs", "autofs", "rpc_pipefs", "hugetlbfs",
+})
+"""File systems whose files are the kernel's answers, not stored bytes (Linux names, from /proc/self/mountinfo)."""
+
+
+def pseudo_file_system(fd: int) -> str | None:
+    """The pseudo file system the open file `fd` lives on (`proc`, `sysfs`, ...), or None for storage.
+
+    Such a file system has no blocks (statvfs), which is asked first, so a file on a disk costs one
+    system call; the mount table then names the file system of the file's device.
+    """
+    try:
+        if os.fstatvfs(fd).f_blocks != 0:
+            return None
+        device = os.fstat(fd).st_dev
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            table = mounts.read()
+    except OSError:
+        return None  # no mount table to ask (not Linux): the file's type has been judged already
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    for line in table.splitlines():
+        fields, _, rest = line.partition(" - ")
+        if fields.split()[2:3] == [wanted] and rest.split()[:1] and rest.split()[0] in PSEUDO_FILE_SYSTEMS:
+            return rest.split()[0]
+    return None
+
+
 def open_regular(path: Path | str) -> BinaryIO:
     """SESSION-STORAGE-RECORD.2: `path` opened for reading, if it is a regular file; else Unreadable.
 
@@ -77,6 +114,10 @@ def open_regular(path: Path | str) -> BinaryIO:
         if not stat.S_ISREG(mode):
             raise Unreadable(f"{path}: {REGULAR}: {_kind(mode)}, not a regular file: a log is a regular file",
                              rule=REGULAR)
+        pseudo = pseudo_file_system(fd)
+        if pseudo is not None:
+            raise Unreadable(f"{path}: {REGULAR}: a file of the {pseudo} pseudo file system, not a regular file: "
+                             f"a log is a regular file", rule=REGULAR)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -84,9 +125,12 @@ def open_regular(path: Path | str) -> BinaryIO:
         raise
 
 
-def check_regular(path: Path | str) -> None:
-    """SESSION-STORAGE-RECORD.2 for a reader that opens the path itself (SQLite): refuse what is not a regular file."""
-    open_regular(path).close()
+def read_or_refuse(stream: BinaryIO, size: int, path: Path | str) -> bytes:
+    """The first read of a log: an I/O error makes it unreadable (SESSION-STORAGE-RECORD.4), not a traceback."""
+    try:
+        return stream.read(size)
+    except OSError as error:
+        raise Unreadable(f"{path}: {CHANGED}: the file fails to read: {error.strerror or error}", rule=CHANGED) from None
 
 
 def detect(path: Path | str, *, existing: bool = True) -> str:
@@ -99,7 +143,7 @@ def detect(path: Path | str, *, existing: bool = True) -> str:
     """
     try:
         with open_regular(path) as stream:
-            head = stream.read(16)
+            head = read_or_refuse(stream, 16, path)
     except Unreadable:
         if not existing and not os.path.lexists(path):
             return by_name(path) or "jsonl"

@@ -1,10 +1,9 @@
 """The SQLite backend (notes §4.3): the upstream's schema, row encoding and transactions.
 
-One database holds many sessions. Its identity (application id 0x44534850, `user_version` 17)
-is checked before anything is read or written, and any other version is refused with the
-direction named (bump-and-reject: there is no migration, so reading a different physical
-format would mean guessing). Each durable batch is one `BEGIN IMMEDIATE` transaction in WAL mode
+One database holds many sessions. Its identity and schema (`sqlitefile`) are checked before
+anything is read or written. Each durable batch is one `BEGIN IMMEDIATE` transaction in WAL mode
 with `synchronous = FULL`, so an acknowledged batch survives a crash and a torn one never appears.
+A reader opens the database read-only and leaves no file behind (`sqlitefile.ReadOnly`).
 
 SQLite itself may fail on a damaged file at any statement ("database disk image is malformed",
 a malformed schema): every such error becomes a refusal naming SESSION-SQLITE-ROW.4 and where
@@ -13,6 +12,8 @@ the read stood, never a traceback. The row codec is `sqliterows`.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -23,12 +24,12 @@ from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import HEADER_KEYS
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, thaw
-from sessionspec.rules import define
-from sessionspec.storage import formats
+from sessionspec.storage.budget import Budget, Spent, refusal
 from sessionspec.storage.chunkrows import check_storable, pack
 from sessionspec.storage.durable import PUBLISH, STALE, VERIFIED
 from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, LoadResult, Scanner, TornTail, header_from_record, refuse
 from sessionspec.storage.records import as_events, checked_header
+from sessionspec.storage.sqlitefile import DRIVER_ERRORS, ReadOnly, changed, check_identity, connect, damaged
 from sessionspec.storage.sqliterows import (
     DATA,
     DISCRIMINATOR,
@@ -40,134 +41,13 @@ from sessionspec.storage.sqliterows import (
     read_row,
     row_members,
     text,
-    text_factory,
 )
 
-SCHEMA_VERSION = define("SESSION-SQLITE-SCHEMA.1", Kind.VERSION, "user_version is 17; other versions are refused, naming the direction")
-APPLICATION = define("SESSION-SQLITE-SCHEMA.2", Kind.VERSION, "application_id is 1146308688 (0x44534850)")
-UNVERSIONED = define("SESSION-SQLITE-SCHEMA.3", Kind.VERSION, "a database without this identity, or not a database, is refused")
-OBJECTS = define("SESSION-SQLITE-SCHEMA.4", Kind.VERSION, "the three STRICT tables have the required columns")
-DAMAGED = define("SESSION-SQLITE-ROW.4", Kind.ENVELOPE,
-                 "a database SQLite reports damaged is refused where the damage is met; it is never a torn tail")
-
-USER_VERSION = 17
-APPLICATION_ID = 1146308688
-
-DDL = (
-    "CREATE TABLE persistence_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), store_id TEXT NOT NULL) STRICT",
-    "CREATE TABLE sessions (id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL, created_at INTEGER NOT NULL, "
-    "cwd TEXT, parent_session TEXT, seed_length INTEGER, origin TEXT, delegation_depth INTEGER, agent_preset TEXT, "
-    "incarnation TEXT NOT NULL, revision INTEGER NOT NULL) STRICT",
-    "CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, seq INTEGER NOT NULL, "
-    "type TEXT NOT NULL, time INTEGER NOT NULL, data ANY, source_event_seqs ANY, surface_op TEXT, "
-    "ignorable INTEGER CHECK (ignorable IS NULL OR ignorable IN (0, 1)), PRIMARY KEY (session_id, seq)) STRICT",
-)
-COLUMNS = {
-    "persistence_state": ["singleton", "store_id"],
-    "sessions": ["id", "version", "created_at", "cwd", "parent_session", "seed_length", "origin", "delegation_depth",
-                 "agent_preset", "incarnation", "revision"],
-    "events": ["session_id", "seq", "type", "time", "data", "source_event_seqs", "surface_op", "ignorable"],
-}
 HEADER_COLUMNS = {"version": "version", "id": "id", "createdAt": "created_at", "cwd": "cwd",
                   "parentSession": "parent_session", "seedLength": "seed_length", "origin": "origin",
                   "delegationDepth": "delegation_depth", "agentPreset": "agent_preset"}
-SQLITE_MAGIC = formats.SQLITE_MAGIC
-
 
 __all__ = ["DATA", "DISCRIMINATOR", "VARINT", "SqliteReader", "SqliteWriter", "decode_seqs", "encode_seqs"]
-_NOT_A_DATABASE = 26
-"""SQLITE_NOTADB: the file is not a database at all (its header is not SQLite's); anything else is damage."""
-DRIVER_ERRORS = (sqlite3.Error, UnicodeDecodeError)
-"""What the driver raises on a damaged file: its own errors, and UnicodeDecodeError where SQLite's error message
-quotes damaged schema text that is not UTF-8."""
-
-
-def damaged(error: Exception, path: str, *, after: object = None, seq: int | None = None) -> SpecViolation:
-    """The refusal for an error SQLite raised: not a database (SESSION-SQLITE-SCHEMA.3) or damaged (SESSION-SQLITE-ROW.4)."""
-    if isinstance(error, UnicodeDecodeError):
-        error = sqlite3.DatabaseError(f"an error message that is not UTF-8 (damaged schema text): {error}")
-    if getattr(error, "sqlite_errorcode", None) == _NOT_A_DATABASE:
-        return refuse(UNVERSIONED, Kind.VERSION, path, f"not a SQLite session database: {error}")
-    # ROW.4: what lies past the damage cannot be read, so it cannot be judged a torn tail either.
-    where = "while opening it" if after is None else f"after the row at seq {after}"
-    return refuse(DAMAGED, Kind.ENVELOPE, path, f"the database is damaged: SQLite fails {where}: {error}", seq=seq)
-
-
-# --- the database identity ----------------------------------------------------------------------
-
-
-def connect(path: Path, *, write: bool) -> sqlite3.Connection:
-    name = str(path)
-    if not write or Path(path).exists():
-        # SESSION-STORAGE-RECORD.2: SQLite would block on a FIFO too; the file is judged before SQLite opens it.
-        with formats.open_regular(path) as stream:
-            magic = stream.read(16)
-        if magic != SQLITE_MAGIC and (magic or not write):
-            raise refuse(UNVERSIONED, Kind.VERSION, name, "not a SQLite session database (bad file header)")
-    try:
-        uri = f"file:{Path(path).absolute()}" + ("" if write else "?mode=ro")
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
-    except DRIVER_ERRORS as error:
-        raise damaged(error, name) from None
-    # SESSION-LOSSLESS-TEXT.1: TEXT arrives as bytes and is judged per value, never failing the whole query.
-    connection.text_factory = text_factory
-    try:
-        connection.execute("PRAGMA foreign_keys = ON")
-        if write:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = FULL")
-    except DRIVER_ERRORS as error:
-        connection.close()
-        raise damaged(error, name) from None
-    return connection
-
-
-def check_identity(connection: sqlite3.Connection, path: str, *, initialise: bool) -> None:
-    """SESSION-SQLITE-SCHEMA: the database is ours, of our version, with our tables (or pristine, to initialise)."""
-    try:
-        _identity(connection, path, initialise=initialise)
-    except DRIVER_ERRORS as error:
-        raise damaged(error, path) from None
-
-
-def _identity(connection: sqlite3.Connection, path: str, *, initialise: bool) -> None:
-    version = connection.execute("PRAGMA user_version").fetchone()[0]
-    application = connection.execute("PRAGMA application_id").fetchone()[0]
-    objects = connection.execute("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
-    if version == 0:
-        if objects == 0 and application == 0:
-            if initialise:
-                _initialise(connection)
-                return
-            raise refuse(UNVERSIONED, Kind.VERSION, path, "session database is empty: it holds no sessions")
-        # .3 Someone else's database, or one of ours from before versioning: neither can be read safely.
-        raise refuse(UNVERSIONED, Kind.VERSION, path,
-                     f"session database at {path!r} has an unversioned schema or application identity")
-    if version != USER_VERSION:
-        # .1 Bump-and-reject: say which side must move.
-        direction = ("newer than this build: it was written by a newer format, upgrade to open it" if version > USER_VERSION
-                     else "older than this build, which ships no upgrade path for it")
-        raise refuse(SCHEMA_VERSION, Kind.VERSION, path,
-                     f"session database at {path!r} has schema version {version}, {direction} ({USER_VERSION})")
-    if application != APPLICATION_ID:
-        # .2 A database of another application that happens to use version 17.
-        raise refuse(APPLICATION, Kind.VERSION, path,
-                     f"session database at {path!r} has application id {application}, expected {APPLICATION_ID}")
-    for table, columns in COLUMNS.items():
-        found = [row[1] for row in connection.execute(f"PRAGMA table_info({table})")]
-        strict = connection.execute("SELECT strict FROM pragma_table_list WHERE name = ?", (table,)).fetchone()
-        # .4 The tables this reader decodes, with exactly the columns it reads.
-        if found != columns or not strict or not strict[0]:
-            raise refuse(OBJECTS, Kind.VERSION, path, f"session database at {path!r} does not contain the required schema objects "
-                         f"(table {table})")
-
-
-def _initialise(connection: sqlite3.Connection) -> None:
-    for statement in DDL:
-        connection.execute(statement)
-    connection.execute("INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?)", (str(uuid.uuid4()),))
-    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    connection.execute(f"PRAGMA user_version = {USER_VERSION}")
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -185,10 +65,14 @@ class SqliteReader:
     def __init__(self, path: Path, session_id: str | None = None, *, connection: sqlite3.Connection | None = None) -> None:
         self.path = Path(path)
         self._name = str(path)
-        self._owned = connection is None
-        self._connection = connection if connection is not None else connect(self.path, write=False)
+        # SESSION-SQLITE-READ.1: opened read-only, with no file created beside the database.
+        self._read: ReadOnly | None = None
+        if connection is None:
+            self._read = ReadOnly(self.path)
+            connection = self._read.connection
+        self._connection = connection
         try:
-            if self._owned:
+            if self._read is not None:
                 # One read transaction: the header, the rows and the revision token are of one snapshot.
                 self._connection.execute("BEGIN")
                 check_identity(self._connection, self._name, initialise=False)
@@ -204,6 +88,8 @@ class SqliteReader:
             raise
         self.scanner = Scanner(self._name, sqlite=True)
         self.torn: TornTail | None = None
+        self.budget = Budget.of(stored_size(self.path))
+        """SESSION-STORAGE-RECORD.3: what the rows may decode to, out of the size of the file and its WAL."""
 
     def _choose(self, session_id: str | None) -> str:
         ids = [row[0] for row in self._connection.execute("SELECT id FROM sessions ORDER BY id")]
@@ -236,23 +122,39 @@ class SqliteReader:
 
     def records(self) -> Iterator[tuple[int | None, Json]]:
         last: object = None
+        budget = self.budget
+
+        def read(row: tuple[Any, ...]) -> Json:
+            return read_row(row, budget)
+
         try:
             try:
                 rows = self._connection.execute(ROW_QUERY, (self.session_id,))
                 while (row := rows.fetchone()) is not None:
                     last = row[0]
-                    for record in self.scanner.feed(row[0], row, 0, read=read_row):
+                    records = self.scanner.feed(row[0], row, 0, read=read)
+                    # SESSION-STORAGE-RECORD.3: a packed row is as many records as its members.
+                    budget.spend(records=len(records))
+                    for record in records:
                         yield None, record
             except DRIVER_ERRORS as error:
+                # SESSION-STORAGE-RECORD.4: an error of a file that changed under an unlocked read is the change's.
+                if self._read is not None and not self._read.unchanged():
+                    raise changed(self._name, after=last, seq=self.scanner.expected) from None
                 # SESSION-SQLITE-ROW.4: refused where the read stood, at the seq it expected next.
                 raise damaged(error, self._name, after=last, seq=self.scanner.expected) from None
+            except Spent as spent:
+                raise refusal(spent, self._name, seq=last if type(last) is int else None) from None
+            if self._read is not None and not self._read.unchanged():
+                # SESSION-STORAGE-RECORD.4: rows read without a lock from a file that changed are no snapshot.
+                raise changed(self._name, after=last, seq=self.scanner.expected)
             self.torn = self.scanner.finish()
         finally:
             self.close()
 
     def close(self) -> None:
-        if self._owned:
-            self._connection.close()
+        if self._read is not None:
+            self._read.close()
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -337,7 +239,7 @@ def _unverified(path: str, why: str) -> NoReturn:
 
 def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool = False) -> None:
     """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns."""
-    connection = connect(path, write=True)
+    connection = connect(path)
     try:
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -351,6 +253,15 @@ def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initi
         raise damaged(error, str(path)) from None
     finally:
         connection.close()
+
+
+def stored_size(path: Path) -> int:
+    """The bytes a reader of the database may read: the file and its write-ahead log."""
+    size = 0
+    for name in (str(path), f"{path}-wal"):
+        with contextlib.suppress(OSError):
+            size += os.stat(name).st_size
+    return size
 
 
 def revision_token(connection: sqlite3.Connection, session_id: str) -> tuple[int, ...]:

@@ -20,9 +20,10 @@ from sessionspec.jsontext import UTF8, dumps
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
 from sessionspec.live.fasttext import read_line
 from sessionspec.rules import define
+from sessionspec.storage.budget import Budget
 from sessionspec.storage.chunkrows import ROW_TAGS
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE
-from sessionspec.storage.zstdlog import decode_blob
+from sessionspec.storage.zstdframes import decode_blob
 
 VARINT = define("SESSION-SQLITE-ROW.1", Kind.ENVELOPE, "source_event_seqs is NULL or a canonical varint BLOB of safe seqs")
 DATA = define("SESSION-SQLITE-ROW.2", Kind.JSON, "data is JSON TEXT, or a zstd BLOB of JSON text")
@@ -127,15 +128,22 @@ def _bind_data(value: Json) -> str | bytes:
     return blob if len(blob) < len(raw) else text_value
 
 
-def _read_data(value: object, seq: object) -> Json:
+def _read_data(value: object, seq: object, budget: Budget | None) -> Json:
     if isinstance(value, str):
         return read_line(value)
     if isinstance(value, bytes):
+        # SESSION-STORAGE-RECORD.3: no further than what is left of the file's budget either.
+        limit = MAX_RECORD_BYTES if budget is None else max(0, min(MAX_RECORD_BYTES, budget.plain))
         try:
             # SESSION-STORAGE-RECORD.1: decoded no further than the bound, however small the BLOB.
-            plain = decode_blob(value, MAX_RECORD_BYTES)
+            plain = decode_blob(value, limit)
         except zstandard.ZstdError as error:
             raise SpecViolation(DATA, Kind.JSON, f"data BLOB at seq {seq} is not one complete zstd frame: {error}") from None
+        if budget is not None:
+            # Past the budget the whole log is refused (Spent); a BLOB past the record bound is this row's defect,
+            # and what its decode cost is spent all the same, so the next BLOB finds the budget smaller.
+            budget.spend(limit + 1 if plain is None and limit < MAX_RECORD_BYTES else 0)
+            budget.plain -= MAX_RECORD_BYTES + 1 if plain is None else len(plain)
         if plain is None:
             raise SpecViolation(RECORD_SIZE, Kind.JSON, f"data BLOB at seq {seq} decodes to more than {MAX_RECORD_BYTES} bytes")
         return read_line(plain)
@@ -176,8 +184,12 @@ def _size(value: object) -> int:
     return len(value) if isinstance(value, bytes) else 0
 
 
-def read_row(row: tuple[Any, ...]) -> Json:
-    """The storage record of one row of ROW_QUERY (a packed row's record, or an event envelope)."""
+def read_row(row: tuple[Any, ...], budget: Budget | None = None) -> Json:
+    """The storage record of one row of ROW_QUERY (a packed row's record, or an event envelope).
+
+    A compressed `data` BLOB is decoded out of `budget`, the log's (SESSION-STORAGE-RECORD.3), which raises Spent
+    once it is overdrawn: a refusal of the whole log, not a defect of this row.
+    """
     seq, kind, time, data, sources, op, ignorable, length = row
     # SESSION-STORAGE-RECORD.1: a row is a record; its bound holds in SQLite as on a line.
     if (type(length) is int and length > MAX_RECORD_BYTES) or sum(map(_size, (kind, data, sources, op))) > MAX_RECORD_BYTES:
@@ -187,10 +199,10 @@ def read_row(row: tuple[Any, ...]) -> Json:
         # .3 The packed discriminator: a row tag and nothing of the surface.
         if kind not in ROW_TAGS or sources is not None or op is not None:
             raise SpecViolation(DISCRIMINATOR, Kind.ENVELOPE, f"row at seq {seq} is marked packed but is not a chunk row")
-        return {"type": kind, "seq0": seq, "time0": time, "data": _read_data(data, seq)}
+        return {"type": kind, "seq0": seq, "time0": time, "data": _read_data(data, seq, budget)}
     if ignorable not in (None, 1) or (type(kind) is str and kind in ROW_TAGS):
         raise SpecViolation(DISCRIMINATOR, Kind.ENVELOPE, f"row at seq {seq} has an invalid ignorable column or row tag")
-    record: dict[str, Json] = {"type": kind, "seq": seq, "time": time, "data": _read_data(data, seq)}
+    record: dict[str, Json] = {"type": kind, "seq": seq, "time": time, "data": _read_data(data, seq, budget)}
     if sources is not None:
         if not isinstance(sources, bytes):
             raise SpecViolation(VARINT, Kind.ENVELOPE, f"source_event_seqs at seq {seq} is not a BLOB")
