@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
-from sessionspec.envelope import parse_event
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nearmisses import FOREIGN, NEAR_MISSES, json_or_foreign, outcome
+from sessionspec.envelope import Event, Replace, parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import HEADER_KEYS, SESSION_FORMAT_VERSION, header_to_json
-from sessionspec.jsonvalue import MAX_SAFE_INTEGER, thaw
+from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, FrozenList, snapshot, thaw
 from sessionspec.rules import RULES
+from sessionspec.testing import strategies as gen
 from sessionspec.testing.builders import (
     CONFIG,
     REMOVED,
@@ -371,3 +376,40 @@ def test_event_equality_is_json_equality_of_data(create: SessionFactory) -> None
     other = create("b", seed=[envelope("x/flag", 0, {"on": 1})]).events[0]
     same = create("c", seed=[envelope("x/flag", 0, {"on": True})]).events[0]
     assert one != other and one == same and hash(one) == hash(same)
+
+
+# --- an Event given where an envelope is read (a seed of another session's events, a log the load gate built) ----
+
+_OPS = st.sampled_from([None, "append", "replace", "", Replace(0, 0), Replace(1, 0), Replace(-1, 0), Replace(True, 0),
+                        Replace(2**53, 0), Replace(1.0, 0), Replace(0, math.nan)])
+_TYPES = st.sampled_from(["user/message", "tool/result", "turn/start", "mode/set", "x/plugin", "", "session/end-seed",
+                          "steering/message", "text-chunks", None, 1, ("t",)])
+_SCALARS = st.one_of(st.integers(-2, 3), st.sampled_from(NEAR_MISSES + FOREIGN))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TYPES, _SCALARS, _SCALARS, st.one_of(gen.json_values.map(snapshot), json_or_foreign(st.sampled_from(NEAR_MISSES + FOREIGN))),
+       _OPS, st.one_of(st.none(), st.lists(st.integers(-1, 3), max_size=3).map(FrozenList),
+                       json_or_foreign(st.sampled_from(NEAR_MISSES + FOREIGN))),
+       st.sampled_from([False, True, 0, 1, "yes", None]), st.integers(0, 3))
+def test_an_event_is_read_as_its_own_envelope_is(kind: Any, seq: Any, time: Any, data: Any, op: Any, sources: Any,
+                                                  ignorable: Any, index: int) -> None:
+    """An Event may hold anything (its constructor and the frozen classes' are public): read as itself (no copy,
+    `envelope.as_parsed`) or not, it gives the same event, or the same violation, as its JSON envelope."""
+    event = Event(kind, seq, time, data, op, sources, ignorable)
+    try:
+        text = event.to_json()
+    except (AttributeError, TypeError) as error:  # a marker or sources of no JSON kind: no envelope to compare with
+        with pytest.raises(type(error)):
+            parse_event(event, index)
+        return
+    assert outcome(lambda: parse_event(event, index)) == outcome(lambda: parse_event(text, index))
+
+
+def test_an_event_as_parsing_builds_it_is_taken_without_a_copy() -> None:
+    built = parse_event(envelope("tool/result", 3, tool_result("c1"), surfaceOp=replace_op(1, 2), sourceEventSeqs=[1, 2]), 3)
+    again = parse_event(built, 3)
+    assert again == built and again.data is built.data and again.source_event_seqs is built.source_event_seqs
+    shared = FrozenList([FrozenList([])])
+    foreign = Event("x/plugin", 0, 0, FrozenDict({"a": shared, "b": shared}))
+    assert parse_event(foreign, 0).data is not foreign.data  # a container met twice: copied, as `snapshot` copies it

@@ -19,7 +19,8 @@ import pytest
 from hostile import SPECIAL_FILES, agent_log, clean_log, lines_of, run_cli, special_files, write_zstd
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
-from sessionspec.storage import formats, zstdlog
+from sessionspec.logcheck.checkfile import check_path
+from sessionspec.storage import formats, jsonlread, zstdlog
 from sessionspec.storage.formats import Unreadable
 from sessionspec.storage.zstdlog import ZstdReader
 
@@ -100,6 +101,20 @@ class FailingStream(io.RawIOBase):
         buffer[: len(chunk)] = chunk
         self._pos += len(chunk)
         return len(chunk)
+
+
+class FailingFile(io.FileIO):
+    """A log file whose reads fail with EIO once `good` bytes have been read (a file, so a reader can fstat it)."""
+
+    def __init__(self, path: Path, good: int) -> None:
+        super().__init__(path, "rb")
+        self._good = good
+
+    def readinto(self, buffer: Any) -> int:
+        at = self.tell()
+        if at >= self._good:
+            raise OSError(5, "Input/output error")
+        return super().readinto(memoryview(buffer).cast("B")[: self._good - at])
 
 
 def test_a_first_read_that_fails_makes_the_log_unreadable_by_its_rule(tmp_path: Path) -> None:
@@ -203,14 +218,33 @@ def test_a_jsonl_log_truncated_while_it_is_read_is_judged_as_it_was_read(tmp_pat
     assert storage.repair(path, plan=plan).torn is None
 
 
-@pytest.mark.xfail(strict=True, raises=OSError, reason=(
-    "SESSION-STORAGE-RECORD.4 for a JSONL read that fails midway: storage.jsonl's reader (_read_line, _after_defect: "
-    "outside this branch's area) and logcheck.blocks.read_blocks let the OSError escape (a traceback, exit 1), where "
-    "the zstd reader refuses the log at its line; the fix is the same catch around their reads."))
 def test_a_jsonl_read_that_fails_later_is_refused_at_its_line(tmp_path: Path) -> None:
     path = clean_log(tmp_path / "log.jsonl", "jsonl", turns=3)
     data = path.read_bytes()
     reader = storage.jsonl.JsonlReader(path, stream=io.BufferedReader(FailingStream(data, len(data) - 40), buffer_size=64))
     with pytest.raises(SpecViolation) as refused:
         list(reader.records())
-    assert refused.value.rule == RECORD_4
+    assert refused.value.rule == RECORD_4 and refused.value.line is not None and "fails to read" in refused.value.message
+    assert reader.torn is None  # never judged a torn tail: no repair may cut what could not be read
+
+
+@pytest.mark.parametrize("good", [20, 2000, -40], ids=["header", "middle", "end"])
+def test_every_jsonl_reader_refuses_a_read_that_fails_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  good: int) -> None:
+    """SESSION-STORAGE-RECORD.4 on every tool's way through the one JSONL reader: the load gate, the checker's runs
+    (logcheck), `repair`; refused at the line it could not read (exit 1), never a traceback or a torn tail."""
+    path = clean_log(tmp_path / "log.jsonl", "jsonl", turns=40)
+    data = path.read_bytes()
+    cut = good % len(data)
+    line = data[:cut].count(b"\n") + 1
+    monkeypatch.setattr(jsonlread, "open_regular", lambda name: io.BufferedReader(FailingFile(name, cut), buffer_size=64))
+    with pytest.raises(SpecViolation) as refused:
+        storage.load(path)
+    assert refused.value.rule == RECORD_4 and refused.value.line is not None and refused.value.line <= line
+    for jobs in (1, 2):
+        report = check_path(str(path), jobs=jobs)
+        assert [(f.rule, f.line) for f in report.findings] == [(RECORD_4, refused.value.line)], report.findings
+    for tool in (("repair",), ("repair", "--write")):
+        ran = run_cli(*tool, str(path))
+        assert ran.traceback is None and ran.code == 1 and RECORD_4 in ran.err, ran
+    assert path.read_bytes() == data

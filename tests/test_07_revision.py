@@ -51,14 +51,7 @@ def test_a_sessions_token_is_its_revision_row_count_and_last_row_seq(tmp_path: P
     assert storage.load(path).revision == expected
 
 
-SIZE_FIRST = pytest.mark.xfail(strict=True, reason=(
-    "JsonlWriter.commit_repair (storage/jsonl.py, outside this branch's area) reads the result back from the plan's "
-    "size read (SESSION-STORAGE-WRITE.5) before durable.repair compares the token under the lock (.4): a plan whose size "
-    "part differs is refused as 'repair not written', or as a file that shrank, not as stale. Nothing is written "
-    "either way; the fix is to compare the token (os.stat) before the read-back as well."))
-
-
-@pytest.mark.parametrize("part", [0, 1, pytest.param(2, marks=SIZE_FIRST), 3], ids=FILE_PARTS)
+@pytest.mark.parametrize("part", range(4), ids=FILE_PARTS)
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl.zstd"])
 def test_a_plan_whose_file_token_differs_in_one_part_is_stale(tmp_path: Path, fmt: str, part: int) -> None:
     path = clean_log(tmp_path / f"log.{fmt}", fmt, open_tail=True)

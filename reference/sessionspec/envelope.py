@@ -21,6 +21,7 @@ from sessionspec.catalog import (
 from sessionspec.jsonvalue import (
     FrozenList,
     Json,
+    is_frozen,
     is_nonneg_safe_int,
     is_safe_int,
     json_equal,
@@ -240,12 +241,44 @@ def build_event(
     return Event(event_type, seq, time, data, op, sources, ignorable)
 
 
+def as_parsed(event: Event) -> bool:
+    """Whether every field of `event` is what parsing its own JSON envelope would give it back.
+
+    So are the events parsing builds: exactly an Event, a string type, safe-integer seq and
+    time, a bool flag, a marker that is "append"-like text or a Replace of two seqs, and sources
+    and data that are frozen lossless JSON (`jsonvalue.is_frozen`). An Event made by hand may hold
+    anything (its constructor and the frozen classes' are public), so being an Event proves
+    nothing by itself; these fields do, since thawing and snapshotting them again yields equal ones.
+    """
+    op, sources = event.surface_op, event.source_event_seqs
+    return (
+        type(event) is Event
+        and type(event.type) is str
+        and is_nonneg_safe_int(event.seq)
+        and is_safe_int(event.time)
+        and type(event.ignorable) is bool
+        and (op is None or type(op) is str
+             or (type(op) is Replace and is_nonneg_safe_int(op.start) and is_nonneg_safe_int(op.end)))
+        and (sources is None or (type(sources) is FrozenList and is_frozen(sources)))
+        and is_frozen(event.data)
+    )
+
+
 def parse_event(raw: Json, index: int) -> Event:
     """An event from its JSON envelope (a seed entry, a protocol request, a stored line).
 
-    `raw` may be an Event already (a seed taken from another session's events).
+    `raw` may be an Event already (a seed taken from another session's events, a log the load gate
+    built). One whose fields are as parsing gives them (`as_parsed`) is checked as it is: the
+    checks that hold for such fields by construction (a closed envelope with data, a flag, lossless
+    values) are passed over, and its data is not copied again. Any other is read as its JSON envelope.
     """
     if isinstance(raw, Event):
+        if as_parsed(raw):
+            # SESSION-EVENT-ENVELOPE.2, .8: the one envelope rule such fields can still break (an empty type).
+            check_type(raw.type, index=index)
+            return build_event(raw.type, raw.seq, raw.time, raw.data, raw.surface_op, raw.source_event_seqs,
+                               raw.ignorable, has_surface_op=raw.surface_op is not None,
+                               has_sources=raw.source_event_seqs is not None, index=index)
         raw = raw.to_json()
     value = snapshot(raw)
     # SESSION-EVENT-ENVELOPE.1: the envelope is closed; an unknown key is a format this build cannot read.

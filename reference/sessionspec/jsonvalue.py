@@ -230,6 +230,52 @@ def is_json(value: object) -> bool:
     return True
 
 
+def _is_lossless_scalar(value: object) -> bool:
+    """Whether `_check_scalar` accepts `value` (without building the message it would raise)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return True
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+    if kind is float:
+        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)  # type: ignore[arg-type]
+    return False
+
+
+def is_frozen(value: object) -> bool:
+    """Whether `value` is frozen lossless JSON: what `snapshot` returns, so that `snapshot(thaw(value))` equals it.
+
+    FrozenDict and FrozenList all the way down (exactly those classes: a subclass may change what
+    it holds), string keys, and the scalars `snapshot` accepts. Iterative, like `snapshot`. A
+    container met twice (shared, or a cycle made by going round the frozen classes' guards) is
+    not vouched for: `snapshot` itself must say what it is. Copies nothing, so a value already
+    accepted and frozen is read once more, never copied again (SESSION-LOSSLESS-JSON.7).
+    """
+    kind = type(value)
+    if kind is not FrozenDict and kind is not FrozenList:
+        return _is_lossless_scalar(value)
+    seen = {id(value)}
+    stack: list[Any] = [value]
+    while stack:
+        container = stack.pop()
+        if type(container) is FrozenDict:
+            if not all(type(key) is str for key in container):
+                return False
+            children = container.values()
+        else:
+            children = container
+        for child in children:
+            child_kind = type(child)
+            if child_kind is FrozenDict or child_kind is FrozenList:
+                if id(child) in seen:
+                    return False
+                seen.add(id(child))
+                stack.append(child)
+            elif not _is_lossless_scalar(child):
+                return False
+    return True
+
+
 def thaw(value: Json) -> Json:
     """SESSION-IMMUTABILITY.2: a plain, mutable deep copy (dict and list) of a frozen or plain JSON value. Iterative."""
     if not isinstance(value, (dict, list)):

@@ -21,7 +21,7 @@ from sessionspec.jsonvalue import Json
 from sessionspec.live.fasttext import parse_block
 from sessionspec.logcheck.survey import Run
 from sessionspec.logcheck.workers import Surveyor
-from sessionspec.storage.jsonlread import Oversized, Surveyed
+from sessionspec.storage.jsonlread import Stopped, Surveyed
 
 Survey = Callable[[list[Any]], list[Run]]
 """`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see logcheck/survey.py)."""
@@ -120,8 +120,8 @@ OWED: Final = 3
 """Blocks a surveyor holds at a time: enough that it does not idle while this process surveys one."""
 
 
-def surveyed_blocks(chunks: Iterator[bytes | Oversized], survey: Survey | None,
-              surveyors: Sequence[Surveyor]) -> Iterator[tuple[bytes | Oversized, Surveyed]]:
+def surveyed_blocks(chunks: Iterator[bytes | Stopped], survey: Survey | None,
+              surveyors: Sequence[Surveyor]) -> Iterator[tuple[bytes | Stopped, Surveyed]]:
     """Each chunk in file order with its survey; with surveyors, shared between them and this process.
 
     The fold must go in file order; the survey need not. So each surveyor is kept holding OWED

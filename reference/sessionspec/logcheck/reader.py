@@ -23,7 +23,7 @@ from sessionspec.logcheck.workers import Surveyor, usable_cpus
 from sessionspec.storage import open_reader
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import TornTail
-from sessionspec.storage.jsonlread import Oversized, Surveyed
+from sessionspec.storage.jsonlread import Stopped, Surveyed
 
 
 class Log:
@@ -61,7 +61,7 @@ class _Runs:
         self.jobs = jobs
         self.size = size
 
-    def surveyed(self, chunks: Iterator[bytes | Oversized]) -> Iterator[tuple[bytes | Oversized, Surveyed]]:
+    def surveyed(self, chunks: Iterator[bytes | Stopped]) -> Iterator[tuple[bytes | Stopped, Surveyed]]:
         surveyors = _surveyors(self.survey, self.jobs, self.size)
         try:
             yield from surveyed_blocks(chunks, self.survey, surveyors)

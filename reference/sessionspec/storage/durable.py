@@ -22,6 +22,7 @@ import io
 import os
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -120,9 +121,13 @@ def append(path: Path, content: bytes) -> None:
         os.close(fd)
 
 
-def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes) -> os.stat_result:
+def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes,
+           verify: Callable[[], object] = lambda: None) -> os.stat_result:
     """SESSION-STORAGE-WRITE.4: under the lock, the log must be as read; then cut it to `keep` bytes and append.
 
+    `verify` reads the result back before anything is written (SESSION-STORAGE-WRITE.5), under the
+    lock and after the revision is compared: a log that changed since the plan is stale, whatever
+    its read-back would say, and no writer can change it between the read-back and the write.
     Returns the file's status once written, for the revision token of the repaired log.
     """
     remove_stale_temps(Path(path))
@@ -135,6 +140,8 @@ def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes) 
             raise SpecViolation(STALE, Kind.INTERNAL,
                                 f"{path}: repair is stale: the log changed after it was read (another writer appended "
                                 f"or rewrote it; it is now {stat.st_size} bytes); load it and repair again")
+        # .5 Then the result is read back; a raise here leaves the file as it was.
+        verify()
         if keep is not None:
             os.ftruncate(fd, keep)
             os.fsync(fd)

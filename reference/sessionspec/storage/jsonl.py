@@ -61,18 +61,24 @@ class JsonlWriter:
     def commit_repair(self, result: LoadResult, verify: Callable[[Any], LoadResult]) -> LoadResult:
         """Cut the torn tail and append the recovered events and the closers as one batch, durably.
 
-        SESSION-STORAGE-WRITE.5: first the result is read back (the kept bytes, then the new
-        ones) and must verify; SESSION-STORAGE-WRITE.4: then it is written only if the file is
-        still at the revision the repair was computed from.
+        Under the write lock, SESSION-STORAGE-WRITE.4: the file must still be at the revision the
+        repair was computed from (a plan of another size is stale, not a result that reads back
+        wrong); SESSION-STORAGE-WRITE.5: then the result is read back (the kept bytes, then the new
+        ones) and must verify; only then is it written.
         """
         torn, revision = result.torn, result.revision
         batch = as_events([*result.events[self.next_seq:], *result.closers], self.next_seq)
         content = self._batch(batch, self.packed)
         keep = torn.offset if torn is not None else revision[2]
-        verified = verify(self.reader(self.path, result.header["id"], stream=durable.spliced(self.path, keep, content)))
-        written = durable.repair(self.path, revision, None if torn is None else torn.offset, content)
+        verified: list[LoadResult] = []
+
+        def read_back() -> None:
+            stream = durable.spliced(self.path, keep, content)
+            verified.append(verify(self.reader(self.path, result.header["id"], stream=stream)))
+
+        written = durable.repair(self.path, revision, None if torn is None else torn.offset, content, read_back)
         self.next_seq += len(batch)
-        return replace(verified, revision=durable.revision(written, written.st_size))
+        return replace(verified[0], revision=durable.revision(written, written.st_size))
 
     reader: type[FileReader] = JsonlReader
     """The reader of what this writer writes: a repair's result is read back with it."""

@@ -27,7 +27,7 @@ from sessionspec.jsontext import parse
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.live.fasttext import SLOW, fast_parse, parse_block
 from sessionspec.storage import durable
-from sessionspec.storage.formats import open_regular
+from sessionspec.storage.formats import CHANGED, open_regular
 from sessionspec.storage.gate import (
     HEADER_LINE,
     MAX_RECORD_BYTES,
@@ -48,32 +48,61 @@ _PIECE: Final = 1 << 20
 # --- blocks of lines --------------------------------------------------------------------------
 
 
-class Oversized:
-    """Where `read_blocks` met a record longer than MAX_RECORD_BYTES: the log's end for a reader, which refuses it there.
+class Stopped(ABC):
+    """Where `read_blocks` stopped before the end of the file: the log's end for a reader, which refuses it at the
+    line it could not read (never a torn tail: the bytes past it are not where a writer stopped)."""
 
-    Nothing of the record is kept: the rule needs only its line, and holding up to 64 MiB of it
-    in a read-ahead queue would be the memory the bound exists to save.
-    """
+    @abstractmethod
+    def refusal(self, path: str, line: int) -> SpecViolation:
+        """The refusal of the log at `line`, the first line not read."""
+
+
+class Oversized(Stopped):
+    """A record longer than MAX_RECORD_BYTES. Nothing of it is kept: the rule needs only its line, and holding up to
+    64 MiB of it in a read-ahead queue would be the memory the bound exists to save."""
+
+    def refusal(self, path: str, line: int) -> SpecViolation:
+        # SESSION-STORAGE-RECORD.1: refused at its line.
+        return refuse(RECORD_SIZE, Kind.JSON, path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes", line=line)
 
 
 OVERSIZED: Final = Oversized()
 
 
-def read_blocks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | Oversized]:
-    """The log after its header: blocks of complete lines (without the last newline), and over-long records.
+class Unread(Stopped):
+    """A read that failed (an I/O error) partway through the file."""
+
+    def __init__(self, error: OSError) -> None:
+        self.reason = error.strerror or str(error)
+
+    def refusal(self, path: str, line: int) -> SpecViolation:
+        # SESSION-STORAGE-RECORD.4: a log that cannot be read as it was is refused where that is found.
+        return refuse(CHANGED, Kind.ENVELOPE, path, f"the file fails to read at line {line}: {self.reason}", line=line)
+
+
+def read_blocks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | Stopped]:
+    """The log after its header: blocks of complete lines (without the last newline), and where reading stopped short.
 
     A final fragment without its newline (a torn write) is put in `tail`, not yielded.
     """
     carry = b""
     while True:
-        block = stream.read(BLOCK)
+        try:
+            block = stream.read(BLOCK)
+        except OSError as error:
+            yield Unread(error)
+            return
         if not block:
             break
         data = carry + block if carry else block
         cut = data.rfind(b"\n") + 1
         if cut == 0:
             # A line longer than a block: read the rest of it in one bounded call.
-            data += stream.readline(MAX_RECORD_BYTES + 2 - len(data))
+            try:
+                data += stream.readline(MAX_RECORD_BYTES + 2 - len(data))
+            except OSError as error:
+                yield Unread(error)
+                return
             ended = data.endswith(b"\n")
             if len(data) - ended > MAX_RECORD_BYTES:
                 # SESSION-STORAGE-RECORD.1: refused with no more of it read.
@@ -100,14 +129,14 @@ block is not canonical."""
 class RunTaker(Protocol):
     """A consumer that takes whole runs of lines itself: it surveys blocks, and folds the runs the log bears out."""
 
-    def surveyed(self, chunks: Iterator[bytes | Oversized]) -> Iterator[tuple[bytes | Oversized, Surveyed]]:
+    def surveyed(self, chunks: Iterator[bytes | Stopped]) -> Iterator[tuple[bytes | Stopped, Surveyed]]:
         """Each chunk in file order with its survey."""
 
     def fold(self, ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
         """ops[k:r] applied to the consumer's state, the events first..; returns r (-1: none), see Checker.fold."""
 
 
-def parsed(chunks: Iterator[bytes | Oversized]) -> Iterator[tuple[bytes | Oversized, Surveyed]]:
+def parsed(chunks: Iterator[bytes | Stopped]) -> Iterator[tuple[bytes | Stopped, Surveyed]]:
     """Each chunk with its lines' values where the whole block is canonical, and no runs: every line is a record."""
     for chunk in chunks:
         values = parse_block(chunk) if isinstance(chunk, bytes) else None
@@ -200,16 +229,13 @@ def _taken(runs: RunTaker | None, scanner: Scanner, lines: _Lines, offset: int, 
     return line, end
 
 
-def block_records(blocks: Iterator[tuple[bytes | Oversized, Surveyed]], scanner: Scanner, offset: int,
+def block_records(blocks: Iterator[tuple[bytes | Stopped, Surveyed]], scanner: Scanner, offset: int,
                   runs: RunTaker | None) -> Generator[tuple[int | None, Json], None, int]:
     """The records no run takes, in file order; returns the number of the last line read."""
     line = 1
     for chunk, surveyed in blocks:
-        if isinstance(chunk, Oversized):
-            # SESSION-STORAGE-RECORD.1: refused at its line.
-            line += 1
-            raise refuse(RECORD_SIZE, Kind.JSON, scanner.path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes",
-                         line=line)
+        if isinstance(chunk, Stopped):
+            raise chunk.refusal(scanner.path, line + 1)
         if scanner.pending is not None and not may_end_turn(chunk):
             # SESSION-TORN-TAIL.2: after a defect only a later turn/end matters, and this block can hold none.
             line += chunk.count(b"\n") + 1
@@ -231,6 +257,14 @@ def block_records(blocks: Iterator[tuple[bytes | Oversized, Surveyed]], scanner:
 
 def _read_line(stream: BinaryIO, path: str, line: int) -> bytes:
     """One line (with its newline, if any), read in 1 MiB pieces so a refused line costs at most the bound."""
+    try:
+        return _bounded_line(stream, path, line)
+    except OSError as error:
+        # SESSION-STORAGE-RECORD.4: the file was readable when it was opened (`formats.detect` read it first).
+        raise Unread(error).refusal(path, line) from None
+
+
+def _bounded_line(stream: BinaryIO, path: str, line: int) -> bytes:
     piece = stream.readline(_PIECE)
     if (len(piece) < _PIECE or piece.endswith(b"\n")) and len(piece) <= MAX_RECORD_BYTES:
         return piece
