@@ -228,11 +228,14 @@ def test_a_jsonl_read_that_fails_later_is_refused_at_its_line(tmp_path: Path) ->
     assert reader.torn is None  # never judged a torn tail: no repair may cut what could not be read
 
 
-@pytest.mark.parametrize("good", [20, 2000, -40], ids=["header", "middle", "end"])
+@pytest.mark.parametrize(("good", "block"), [(20, None), (2000, None), (-40, None), (5000, 64)],
+                         ids=["header", "middle", "end", "inside a line longer than a block"])
 def test_every_jsonl_reader_refuses_a_read_that_fails_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  good: int) -> None:
+                                                                  good: int, block: int | None) -> None:
     """SESSION-STORAGE-RECORD.4 on every tool's way through the one JSONL reader: the load gate, the checker's runs
     (logcheck), `repair`; refused at the line it could not read (exit 1), never a traceback or a torn tail."""
+    if block is not None:
+        monkeypatch.setattr(jsonlread, "BLOCK", block)
     path = clean_log(tmp_path / "log.jsonl", "jsonl", turns=40)
     data = path.read_bytes()
     cut = good % len(data)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hostile import oracle, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sessionspec import repair
@@ -209,3 +211,24 @@ def test_repair_write_commits_the_plan_it_printed_or_nothing(tmp_path: Any, monk
     assert path.read_bytes() == written[0]
     after = storage.load(path)
     assert [closer.data["message"]["source"]["callId"] for closer in after.closers[:1]] == ["c2"]
+
+
+@pytest.mark.parametrize("where", [["message", "source", "callId"], ["callId"]], ids=["tool/result", "tool/call"])
+def test_a_call_named_by_no_string_answers_and_records_nothing(tmp_path: Any, where: list[str]) -> None:
+    """A call is named by a string: a tool/result or tool/call naming a list answers or records no call, so the
+    closers are computed and the load says what it says of the log (a tool/result's shape is refused; a tool/call's
+    data has no shape rule, so that log is repairable). Before, both were a TypeError (a list as a set member, a key)."""
+    events = [event.to_json() for event in interrupted(recorded=True, answered=True)]
+    target = next(e for e in events if e["type"] == ("tool/result" if len(where) == 3 else "tool/call"))
+    holder = target["data"]
+    for key in where[:-1]:
+        holder = holder[key]
+    holder[where[-1]] = ["c1"]
+    assert [c.type for c in repair.closers(events)][-2:] == ["step/end", "turn/end"]
+    path = tmp_path / "list-id.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [
+        {"type": "session", "version": 0, "id": "s1", "createdAt": 0, "delegationDepth": 0}, *events]))
+    verdict = oracle(path)
+    ran = run_cli("repair", str(path))
+    assert ran.traceback is None and verdict.state in ("refused", "repairable")
+    assert ran.code == (1 if verdict.state == "refused" else 0) and (verdict.rule or "") in ran.err

@@ -138,8 +138,20 @@ def _reject(rule: str, what: str, where: str) -> NoReturn:
     raise SpecViolation(rule, kind_of(rule), f"{what} at {where}")
 
 
-def _check_scalar(value: object, where: Iterator[str] | str) -> None:
-    """Validate one non-container value; `where` is only rendered on failure."""
+def _is_lossless_scalar(value: object) -> bool:
+    """Whether `_check_scalar` accepts `value` (without building the message it would raise)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return True
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+    if kind is float:
+        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)  # type: ignore[arg-type]
+    return False
+
+
+def _check_scalar(value: object, where: str) -> None:
+    """Validate one non-container value, `where` the path to it."""
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return
@@ -147,22 +159,18 @@ def _check_scalar(value: object, where: Iterator[str] | str) -> None:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
             return
         # .2 Integers beyond 2**53-1 are read differently by JavaScript readers.
-        _reject("SESSION-LOSSLESS-JSON.2", f"integer {value} is outside +-(2**53-1)", _where(where))
+        _reject("SESSION-LOSSLESS-JSON.2", f"integer {value} is outside +-(2**53-1)", where)
     if kind is float:
         # .3 NaN and the infinities have no JSON text.
         if not math.isfinite(value):  # type: ignore[arg-type]
-            _reject("SESSION-LOSSLESS-JSON.3", f"float {value} is not finite", _where(where))
+            _reject("SESSION-LOSSLESS-JSON.3", f"float {value} is not finite", where)
         # .4 -0.0 is written "-0.0" by some writers and read as 0 by others.
         if value == 0.0 and math.copysign(1.0, value) < 0:
-            _reject("SESSION-LOSSLESS-JSON.4", "negative zero", _where(where))
+            _reject("SESSION-LOSSLESS-JSON.4", "negative zero", where)
         return
     # .1 Anything else (tuples, sets, bytes, Decimal, datetime, subclasses, objects with hooks)
     #    would be changed, or dropped, by a JSON round trip.
-    _reject("SESSION-LOSSLESS-JSON.1", f"{kind.__module__}.{kind.__qualname__} is not a JSON type", _where(where))
-
-
-def _where(where: Iterator[str] | str) -> str:
-    return where if isinstance(where, str) else next(where)
+    _reject("SESSION-LOSSLESS-JSON.1", f"{kind.__module__}.{kind.__qualname__} is not a JSON type", where)
 
 
 def snapshot(value: object, *, frozen: bool = True) -> Json:
@@ -206,7 +214,8 @@ def snapshot(value: object, *, frozen: bool = True) -> Json:
                 frames.append((child, child_items, child_out, key))
                 on_path.add(id(child))
                 break
-            _check_scalar(child, _lazy_path(frames, key))
+            if not _is_lossless_scalar(child):
+                _check_scalar(child, _path(frames, key))  # raises: the path is built only for a value refused
             if is_dict_out:
                 _set_item(out, key, child)
             else:
@@ -217,10 +226,6 @@ def snapshot(value: object, *, frozen: bool = True) -> Json:
     return root_out
 
 
-def _lazy_path(frames: list[tuple[Any, ...]], key: object) -> Iterator[str]:
-    yield _path(frames, key)
-
-
 def is_json(value: object) -> bool:
     """Whether `snapshot` would accept `value`."""
     try:
@@ -228,18 +233,6 @@ def is_json(value: object) -> bool:
     except SpecViolation:
         return False
     return True
-
-
-def _is_lossless_scalar(value: object) -> bool:
-    """Whether `_check_scalar` accepts `value` (without building the message it would raise)."""
-    kind = type(value)
-    if value is None or kind is bool or kind is str:
-        return True
-    if kind is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
-    if kind is float:
-        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)  # type: ignore[arg-type]
-    return False
 
 
 def is_frozen(value: object) -> bool:
@@ -259,8 +252,9 @@ def is_frozen(value: object) -> bool:
     while stack:
         container = stack.pop()
         if type(container) is FrozenDict:
-            if not all(type(key) is str for key in container):
-                return False
+            for key in container:
+                if type(key) is not str:
+                    return False
             children = container.values()
         else:
             children = container

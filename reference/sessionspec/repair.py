@@ -9,7 +9,8 @@ appending them (durably, before anything else) makes the log balanced.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Final
 
@@ -68,8 +69,14 @@ def _tool_call_ids(data: Json) -> list[str]:
             if isinstance(block, dict) and block.get("type") == "tool-call" and type(block.get("id")) is str]
 
 
-def _result_call_id(data: Json) -> Json:
-    return _field(_field(_field(data, "message"), "source"), "callId")
+def _call_id(value: Json) -> str | None:
+    """A call is named by a string; anything else names no call (a message shape refuses it), so it answers none."""
+    return value if type(value) is str else None
+
+
+def result_call_id(data: Json) -> str | None:
+    """The call a tool/result's data answers."""
+    return _call_id(_field(_field(_field(data, "message"), "source"), "callId"))
 
 
 def _as_events(events: Sequence[Event | Json]) -> list[Event]:
@@ -87,10 +94,23 @@ def closers(events: Sequence[Event | Json]) -> list[Event]:
     `events` is a log as a session holds it (Event objects or their JSON envelopes).
     """
     log = _as_events(events)
-    answered = {_result_call_id(e.data) for e in log if e.type == TOOL_RESULT}
+    # SESSION-CRASH-REPAIR.6: the calls answered anywhere in the log.
+    answered = {result_call_id(e.data) for e in log if e.type == TOOL_RESULT}
+    return open_turn_closers(log, answered, last_seq=log[-1].seq if log else -1, last_time=log[-1].time if log else 0)
+
+
+def open_turn_closers(events: Iterable[Event], answered: AbstractSet[str | None], *, last_seq: int,
+                      last_time: int) -> list[Event]:
+    """The closers of the turn `events` leave open, after the log's last event (`last_seq`, `last_time`).
+
+    `events` are a log's events in order; the walk reads only its turn and step bounds, assistant
+    messages, tool calls and results, and forgets everything at a turn/start, so the events from the
+    last turn/start on are as good as the whole log. `answered` holds the call of every tool/result
+    in the whole log (SESSION-CRASH-REPAIR.6).
+    """
     in_turn, open_turn, open_step = False, None, None
     pending: dict[str, _Pending] = {}
-    for event in log:
+    for event in events:
         kind, data = event.type, event.data
         if kind == "turn/start":
             in_turn, open_turn, open_step = True, _field(data, "turn"), None
@@ -109,19 +129,20 @@ def closers(events: Sequence[Event | Json]) -> list[Event]:
                 if call_id not in answered:
                     pending[call_id] = _Pending(_field(data, "step"))
         elif kind == "tool/call":
-            entry = pending.get(_field(data, "callId"))
+            called = _call_id(_field(data, "callId"))
+            entry = pending.get(called) if called is not None else None
             if entry is not None:
                 entry.call_seq = event.seq
         elif kind == TOOL_RESULT:
-            pending.pop(_result_call_id(data), None)
+            result = result_call_id(data)
+            if result is not None:
+                pending.pop(result, None)
     # .1 A balanced (or empty) log has nothing to close.
     if not in_turn:
         return []
-    last = log[-1]
     out: list[Event] = []
     # .5 Closers continue the log; their time is the last event's, since no clock ran after the crash.
-    # SESSION-CRASH-REPAIR.5: closers continue the log at the last event's time.
-    seq, time = last.seq + 1, last.time
+    seq, time = last_seq + 1, last_time
     # .2 One error result per pending call, in the order the calls were made.
     for call_id, entry in pending.items():
         out.append(_closer_result(seq, time, open_turn, entry, call_id))

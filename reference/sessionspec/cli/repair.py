@@ -1,8 +1,12 @@
 """`sessionspec repair PATH [--write]`: what a crashed log needs (torn-tail cut, closers), and committing it.
 
-A repair loads the whole log through the load gate and validates it by seeding a session with it
-(spec/07-persistence.md), then, with --write, writes the repair and loads the result again before
-committing it. On a terminal, after a second, a bar shows each phase: reading (bytes of the file,
+The plan is what a load through the load gate finds (spec/07-persistence.md). It is read as
+`check` reads a log, streamed through its checker with the closers computed from the tail turn
+(`logcheck.repairplan`), at the cost of `check`; where the checker finds anything (or cannot
+vouch for the log), the log is loaded through the gate and validated by seeding a session with
+it, and that load's refusal or plan is the answer. With --write, a log that needs repair is
+loaded through the gate, the repair written, and the result loaded again before it is committed.
+On a terminal, after a second, a bar shows each phase: checking, reading (bytes of the file,
 where its reader tells them), validating (events seeded), writing, and verifying the result.
 """
 
@@ -24,6 +28,7 @@ from sessionspec.cli.words import plural
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json
+from sessionspec.logcheck.repairplan import RepairPlan, plan_repair
 from sessionspec.storage.durable import STALE
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import LoadResult
@@ -47,15 +52,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     parser.add_argument("--session", metavar="ID", help="the session to repair, in a SQLite database of several")
     parser.add_argument("--impl", choices=("live", "model"), default="live",
-                        help="the implementation whose seeding validates the log (default: live, the incremental one; "
-                             "model, the reference, refolds the log at every event: minutes for 10,000 events)")
+                        help="the implementation that validates the log (default: live: the log streamed through "
+                             "`check`'s checker, and seeded into the incremental session where the checker finds "
+                             "anything; model: seeded into the reference, which refolds the log at every event: minutes "
+                             "for 10,000 events)")
     parser.set_defaults(handler=run)
 
 
-def plan_json(result: LoadResult) -> dict[str, Json]:
+def plan_json(result: RepairPlan) -> dict[str, Json]:
     torn = result.torn
     return {
-        "file": result.path, "format": result.format, "events": len(result.events),
+        "file": result.path, "format": result.format, "events": result.events,
         "needsRepair": result.needs_repair,
         "tornTail": None if torn is None else {"line": torn.line, "seq": torn.seq, "offset": torn.offset,
                                                "row": torn.row, "rule": torn.rule, "reason": torn.reason},
@@ -64,10 +71,10 @@ def plan_json(result: LoadResult) -> dict[str, Json]:
     }
 
 
-def print_plan(result: LoadResult, *, written: bool) -> None:
+def print_plan(result: RepairPlan, *, written: bool) -> None:
     verb = "cut" if written else "would cut"
     if not result.needs_repair:
-        print(f"{result.path}: nothing to repair ({plural(len(result.events), 'event')}, no open turn, no torn tail)")
+        print(f"{result.path}: nothing to repair ({plural(result.events, 'event')}, no open turn, no torn tail)")
         return
     torn = result.torn
     if torn is not None:
@@ -78,7 +85,7 @@ def print_plan(result: LoadResult, *, written: bool) -> None:
         print(f"  {'rewrote' if written else 'would rewrite'} {plural(result.recovered, 'event')} recovered from a torn final "
               "frame")
     verb = "appended" if written else "would append"
-    print(f"{result.path}: {verb} {plural(len(result.closers), 'closer')} after seq {len(result.events) - 1}:")
+    print(f"{result.path}: {verb} {plural(len(result.closers), 'closer')} after seq {result.events - 1}:")
     for closer in result.closers:
         message: Any = closer.data.get("message") if isinstance(closer.data, dict) else None
         text = summary(message, 60) if message is not None else json.dumps(closer.to_json()["data"])
@@ -146,18 +153,31 @@ class _Ticking(list[Any]):
             yield event
 
 
+def plan(path: Path, args: argparse.Namespace, bar: Progress) -> RepairPlan:
+    """The plan, and with --write the repair committed: streamed where the checker vouches for the log, else loaded.
+
+    A repair to write is planned by a load: its read-back (SESSION-STORAGE-WRITE.5) is compared with the loaded events.
+    """
+    if args.impl == "live":
+        streamed = plan_repair(path, args.session, tick=lambda done, total: bar(done, total, "checking"))
+        if streamed is not None and not (args.write and streamed.needs_repair):
+            return streamed
+    watched = Watched(bar, implementations.factory(args.impl))
+    result = watched.load(path, args.session)
+    if args.write and result.needs_repair:
+        bar(0, 0, "writing")
+        watched.seeding = "verifying what was written"
+        # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
+        storage.repair(path, session_id=args.session, create=watched.create, plan=result)
+    return RepairPlan.of(result)
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
         detect(path)
         with Progress(f"repair {path}") as bar:
-            watched = Watched(bar, implementations.factory(args.impl))
-            result = watched.load(path, args.session)
-            if args.write and result.needs_repair:
-                bar(0, 0, "writing")
-                watched.seeding = "verifying what was written"
-                # The plan shown is the plan written: repair refuses if the log changed in between (SESSION-STORAGE-WRITE.4).
-                storage.repair(path, session_id=args.session, create=watched.create, plan=result)
+            result = plan(path, args, bar)
     except Unreadable as error:
         print(printable(f"{path}: unreadable: {error}"), file=sys.stderr)
         return 2
