@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessionspec.preview import bounded
+from sessionspec.preview import as_text, bounded, clipped
 from sessionspec.wire.protocol import Answer
 from sessionspec.wire.verdict import Breach, judge
 
@@ -28,7 +28,7 @@ def _error(answer: Answer) -> dict[str, Any] | None:
 def verdict(answer: Answer) -> str:
     """`accepted`, or the kind the answer rejects with (`testee-timeout` and the like for a testee failure)."""
     error = _error(answer)
-    return "accepted" if error is None else str(error.get("kind"))
+    return "accepted" if error is None else as_text(error.get("kind"))  # bounded: the testee chose it
 
 
 @dataclass
@@ -95,6 +95,8 @@ def divergence(source: str, case_id: str, op: Any, expected: Answer, actual: Ans
         fields = sorted({m.group(2) for m in (_FIELD.match(line) for line in why) if m})
         answered = f"differs:{','.join(fields) or 'answer'}"
     judged = judge(op, trace[-1] if trace else None, expected, actual, breaches, why)
-    return Divergence(source, case_id, op if isinstance(op, str) else None, rule if isinstance(rule, str) else None,
-                      kind if isinstance(kind, str) else None, expected, actual, list(trace), list(why), answered,
-                      level=judged.level, breaches=breaches, named=judged.rule)
+    # Cut: when the reference accepted, the rule and kind are the testee's own words.
+    return Divergence(source, case_id, op if isinstance(op, str) else None,
+                      clipped(rule, 200) if isinstance(rule, str) else None,
+                      clipped(kind, 200) if isinstance(kind, str) else None, expected, actual, list(trace), list(why),
+                      answered, level=judged.level, breaches=breaches, named=judged.rule)
