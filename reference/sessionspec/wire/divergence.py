@@ -85,18 +85,21 @@ class Divergence:
                 "replay": self.replay}
 
 
+def _cut(word: Any) -> Any:
+    return clipped(word, 200) if isinstance(word, str) else word
+
+
 def divergence(source: str, case_id: str, op: Any, expected: Answer, actual: Answer, trace: list[Any],
                why: list[str], *, breaches: tuple[Breach, ...] = ()) -> Divergence:
     """A Divergence filed under the reference's rule and kind, else the testee's, and judged by level."""
     blame = _error(expected) or _error(actual) or {}
-    rule, kind = blame.get("rule"), blame.get("kind")
+    # Cut: when the reference accepted, the rule and kind are the testee's own words.
+    rule, kind = _cut(blame.get("rule")), _cut(blame.get("kind"))
     answered = verdict(actual)
     if answered == verdict(expected):  # the same verdict: what differs is the answer's content
         fields = sorted({m.group(2) for m in (_FIELD.match(line) for line in why) if m})
         answered = f"differs:{','.join(fields) or 'answer'}"
     judged = judge(op, trace[-1] if trace else None, expected, actual, breaches, why)
-    # Cut: when the reference accepted, the rule and kind are the testee's own words.
-    return Divergence(source, case_id, op if isinstance(op, str) else None,
-                      clipped(rule, 200) if isinstance(rule, str) else None,
-                      clipped(kind, 200) if isinstance(kind, str) else None, expected, actual, list(trace), list(why),
-                      answered, level=judged.level, breaches=breaches, named=judged.rule)
+    return Divergence(source, case_id, op if isinstance(op, str) else None, rule if isinstance(rule, str) else None,
+                      kind if isinstance(kind, str) else None, expected, actual, list(trace), list(why), answered,
+                      level=judged.level, breaches=breaches, named=judged.rule)
