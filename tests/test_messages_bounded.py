@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -276,46 +277,45 @@ def _line(request: dict[str, Any], key: str, text: bytes, *, inner: str | None =
     return head[:-1] + b"," + json.dumps(inner).encode() + b":" + _line(request[inner], key, text) + b"}"
 
 
-def test_serve_answers_hostile_requests_with_the_rules_kind(texts: dict[str, bytes]) -> None:
-    """`sessionspec serve --impl live`: each hostile create and append is answered with the kind of the rule that
-    refuses it (or accepted where the value is valid), its message bounded; `internal` never."""
-    fresh = dumps({"op": "create", "id": "s", "seed": None, "header": None}).encode()
-    lines: list[bytes] = [b'{"op":"hello"}']
-    expected: list[str | None] = ["hello"]
+def _requests(texts: dict[str, bytes]) -> Iterator[tuple[bytes, str | None]]:
+    """(request line, the rule that refuses it, None when it is accepted, or "ok" for a create that sets up an append)."""
+    yield b'{"op":"hello"}', "ok"
     for field, rules in HEADER_FIELDS.items():
         for name, text in texts.items():
             create = {"op": "create", "id": "s", "seed": None, "header": hostile_header(field, 0)}
-            lines.append(_line(create, field, text, inner="header"))
-            expected.append(rules[name])
+            yield _line(create, field, text, inner="header"), rules[name]
+    fresh = dumps({"op": "create", "id": "s", "seed": None, "header": None}).encode()
     for key, (rest, rules) in APPEND_KEYS.items():
         for name, text in texts.items():
-            lines += [fresh, _line({"op": "append", **rest}, key, text)]
-            expected += ["create", rules[name]]
-    answers = _served(lines)
-    assert len(answers) == len(lines)
-    for line, answer, rule in zip(lines, answers, expected, strict=True):
-        if rule in ("hello", "create"):
-            assert answer["ok"], answer
-            continue
-        error = answer.get("error") or {}
-        where = (line[:120], rule, error)
-        if rule is None:
-            assert answer["ok"], where
-            continue
-        assert not answer["ok"] and error["kind"] == kind_of(rule) and error["rule"] == rule, where
-        assert len(error["message"]) < MESSAGE_BOUND, where
+            yield fresh, "ok"
+            yield _line({"op": "append", **rest}, key, text), rules[name]
 
 
-def _served(lines: list[bytes]) -> list[dict[str, Any]]:
-    ran = subprocess.run([sys.executable, "-m", "sessionspec", "serve", "--impl", "live"], input=b"\n".join(lines) + b"\n",
-                         capture_output=True, timeout=600, check=False)
+def test_serve_answers_hostile_requests_with_the_rules_kind(tmp_path: Path, texts: dict[str, bytes]) -> None:
+    """`sessionspec serve --impl live`: each hostile create and append is answered with the kind of the rule that
+    refuses it (or accepted where the value is valid), its message bounded; `internal` never. The lines go through
+    files, one at a time: together they are a few hundred MB."""
+    sent, answered = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    expected: list[tuple[bytes, str | None]] = []
+    with sent.open("wb") as requests:
+        for line, rule in _requests(texts):
+            requests.write(line + b"\n")
+            expected.append((line[:120], rule))
+    with sent.open("rb") as requests, answered.open("wb") as answers:
+        ran = subprocess.run([sys.executable, "-m", "sessionspec", "serve", "--impl", "live"], stdin=requests,
+                             stdout=answers, stderr=subprocess.PIPE, timeout=600, check=False)
     assert ran.returncode == 0 and not ran.stderr, ran.stderr[-2000:]
-    out: list[dict[str, Any]] = []
-    for line in ran.stdout.splitlines():
-        answer = parse(line)  # an accepted deep value comes back whole: read without recursion
-        assert isinstance(answer, dict)
-        out.append(answer)
-    return out
+    with answered.open("rb") as answers:
+        for (line, rule), text in zip(expected, answers, strict=True):
+            answer = parse(text.rstrip(b"\n"))  # an accepted deep value comes back whole: read without recursion
+            assert isinstance(answer, dict)
+            error = answer.get("error") or {}
+            where = (line, rule, error)
+            if rule in ("ok", None):
+                assert answer["ok"], where
+                continue
+            assert not answer["ok"] and error["kind"] == kind_of(rule) and error["rule"] == rule, where
+            assert len(error["message"]) < MESSAGE_BOUND, where
 
 
 # --- in a stored log: sessionspec check finds the defect in a bounded finding, without a traceback --------------
@@ -407,6 +407,7 @@ def test_a_lossless_json_refusal_cuts_a_huge_key_and_names_a_huge_integer() -> N
 def test_a_lossless_text_refusal_quotes_a_huge_duplicate_key_in_part() -> None:
     key = json.dumps("k" * MESSAGE_SIZE).encode()
     _bounded_refusal("SESSION-LOSSLESS-TEXT.6", parse, b"{" + key + b":1," + key + b":2}")
+    key = key[: 1 << 20] + b'"'  # the reader's iterative path, past the recursion limit (1 MiB: its copies add up)
     _bounded_refusal("SESSION-LOSSLESS-TEXT.6", parse, b"[" * MESSAGE_DEPTH + b"{" + key + b":1," + key + b":2}"
                      + b"]" * MESSAGE_DEPTH)
 
