@@ -4,6 +4,7 @@
     python mutation/run.py --lane conform --sample 150 --seed 1  # conform alone
     python mutation/run.py --target storage --sample 60 --seed 1 # the storage readers, storage tests + check
     python mutation/run.py --full                                # every mutant of live/
+    python mutation/run.py --sample 120 --stratify               # as many mutants of each operator family
     python mutation/run.py --sample 150 --minutes 25             # a time budget: what is not run stays pending
     python mutation/run.py --out DIR --resume                    # finish an interrupted session
     python mutation/run.py --out DIR --report                    # (re)write the report of a session
@@ -113,15 +114,23 @@ def compiles(spec: MutationSpec) -> bool:
     return True
 
 
-def choose(tree: Path, target: str, sample: int | None, seed: int) -> tuple[list[MutationSpec], dict[str, int]]:
-    """The mutants to run: all of them, or `sample` drawn at random (seeded) from those that compile."""
+def choose(tree: Path, target: str, sample: int | None, seed: int, *, stratify: bool = False,
+           families: frozenset[str] | None = None) -> tuple[list[MutationSpec], dict[str, int]]:
+    """The mutants to run: all of them, or `sample` drawn at random (seeded) from those that compile.
+
+    `stratify`: the sample takes its mutants from each operator family in turn (`operators.family`), so a
+    family with few sites (a return made None) is drawn as often as one with many (seven swaps per comparison).
+    `families`: only mutants of these families.
+    """
     kept, left_out = [], {"annotation": 0, "not Python": 0}
     for spec, why in candidates(tree, target):
         if why:
             left_out[why] += 1
-        else:
+        elif families is None or operators.family(spec.operator_name) in families:
             kept.append(spec)
     random.Random(seed).shuffle(kept)
+    if stratify:
+        kept = interleave(kept)
     chosen = []
     for spec in kept:
         if sample is not None and len(chosen) >= sample:
@@ -132,6 +141,20 @@ def choose(tree: Path, target: str, sample: int | None, seed: int) -> tuple[list
             left_out["not Python"] += 1
     left_out["population"] = len(kept)
     return chosen, left_out
+
+
+def interleave(specs: list[MutationSpec]) -> list[MutationSpec]:
+    """The mutants one family after another (each family in its shuffled order), in a fixed order of families."""
+    by_family: dict[str, list[MutationSpec]] = {}
+    for spec in specs:
+        by_family.setdefault(operators.family(spec.operator_name), []).append(spec)
+    queues = [by_family[name] for name in sorted(by_family)]
+    out: list[MutationSpec] = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                out.append(queue.pop(0))
+    return out
 
 
 def oracle_command(tree: Path, out: Path, target: str, lane: str, timeouts: dict[str, float]) -> str:
@@ -185,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--sample", type=int, default=150, help="mutants drawn at random (default 150)")
     size.add_argument("--full", action="store_true", help="every mutant")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--stratify", action="store_true",
+                        help="draw the sample from each operator family in turn (operators.family)")
+    parser.add_argument("--families", help="only these operator families, comma-separated (operators.family)")
     parser.add_argument("--out", type=Path, help="session directory (default mutation/results/TARGET-LANE-SEED)")
     parser.add_argument("--resume", action="store_true", help="run what an existing session has not run yet")
     parser.add_argument("--report", action="store_true", help="only (re)write the report of an existing session")
@@ -230,7 +256,9 @@ def prepare(out: Path, args: argparse.Namespace) -> None:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     tree = copy_tree(out)
-    chosen, left_out = choose(tree, args.target, None if args.full else args.sample, args.seed)
+    families = frozenset(args.families.split(",")) if args.families else None
+    chosen, left_out = choose(tree, args.target, None if args.full else args.sample, args.seed, stratify=args.stratify,
+                              families=families)
     print(f"mutation lane: {len(chosen)} mutants of {TARGETS[args.target]} (population {left_out['population']}; "
           f"left out: {left_out['annotation']} in annotations, {left_out['not Python']} not Python)", flush=True)
     timeouts = baseline(tree, out, args.target, args.lane)
@@ -238,6 +266,7 @@ def prepare(out: Path, args: argparse.Namespace) -> None:
     with use_db(str(out / "session.sqlite"), WorkDB.Mode.create) as db:
         db.add_work_items(WorkItem.single(job_id=f"{number:04d}", mutation=spec) for number, spec in enumerate(chosen))
     report.write_settings(out, {"target": args.target, "lane": args.lane, "seed": args.seed, "full": args.full,
+                                "stratify": args.stratify, "families": sorted(families) if families else None,
                                 "tree": str(tree), "command": command, "timeouts": timeouts, "left_out": left_out,
                                 "started": time.strftime("%Y-%m-%d %H:%M:%S")})
 
