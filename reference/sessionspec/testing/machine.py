@@ -209,6 +209,12 @@ class SessionMachine(ApiRules, LogRules):
             self.append(request)
 
     @rule(data=st.data())
+    def append_several_broken_at_once(self, data: st.DataObject) -> None:
+        """Valid requests with two or three fields broken together (`near_misses.several_at_once`): both answer alike."""
+        for request in data.draw(near_misses.several_at_once(self.view()), label="several at once"):
+            self.append(request)
+
+    @rule(data=st.data())
     def non_json_anywhere(self, data: st.DataObject) -> None:
         """Decision 4 at every depth: each kind of value JSON cannot hold, anywhere in a request, is refused by both alike."""
         for request in data.draw(near_misses.non_json_anywhere(self.view()), label="non-JSON"):
