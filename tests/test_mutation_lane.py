@@ -61,6 +61,7 @@ def test_live_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.stages("live", "conform") == ["vectors", "conform"]
     assert oracle.stages("live", "both") == ["vectors", "conform", "machine", "fastforms"]
     assert oracle.stages("storage", "conform") == ["storage", "check"]
+    assert oracle.stages("text", "conform") == ["vectors", "conform"]
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
 
 
