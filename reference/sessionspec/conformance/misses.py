@@ -98,6 +98,19 @@ def _envelope_misses() -> list[Miss]:
          append("user/message", u2, {"op": "replace", "start": -1, "end": 1}, [1])),
         ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-negative-end", TURN,
          append("user/message", u2, {"op": "replace", "start": 1, "end": -1}, [1])),
+        # Endpoints equal to a node's seq but not ints: a fast form that checks only the range takes them.
+        ("SESSION-SURFACE-PROJECTION.4", "replace-from-a-float-start", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1.0, "end": 3}, [1, 3])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-from-a-true-start", TURN,
+         append("user/message", u2, {"op": "replace", "start": True, "end": 3}, [1, 3])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-float-end", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1, "end": 3.0}, [1, 3])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-false-end", (create(), append("user/message", u, "append")),
+         append("user/message", u2, {"op": "replace", "start": 0, "end": False}, [0])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-without-an-end", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1}, [1])),
+        ("SESSION-SURFACE-PROVENANCE.6", "replace-without-sources", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1, "end": 1})),
         ("SESSION-SURFACE-PROVENANCE.1", "null", TURN,
          {"op": "append", "type": "user/message", "data": u2, "surfaceOp": "append", "sourceEventSeqs": None}),
         ("SESSION-SURFACE-PROVENANCE.1", "an-object", TURN, append("user/message", u2, "append", {"0": 1})),
@@ -221,6 +234,9 @@ def _value_misses() -> list[Miss]:
         ("SESSION-LOSSLESS-JSON.3", "nan", fresh, x_append(NOTE, {"x": [{"$float": "nan"}]})),
         ("SESSION-LOSSLESS-JSON.4", "negative-zero", fresh, x_append(NOTE, {"$float": "-0.0"})),
         ("SESSION-LOSSLESS-JSON.5", "an-int-key", fresh, x_append(NOTE, {"$pairs": [[1, "v"]]})),
+        ("SESSION-LOSSLESS-JSON.1", "a-tuple-in-an-object", fresh, x_append(NOTE, {"x": {"$tuple": [1]}})),
+        ("SESSION-LOSSLESS-JSON.1", "bytes-in-a-list", fresh, x_append(NOTE, [1, {"$bytes": "00"}])),
+        ("SESSION-LOSSLESS-JSON.4", "negative-zero-in-a-list", fresh, x_append(NOTE, [0.5, {"$float": "-0.0"}])),
     ]
 
 
