@@ -59,7 +59,7 @@ STAGES: dict[str, dict[str, list[str]]] = {
     "storage": {
         "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
                     "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
-                    "tests/test_07_sqlite_faults.py"],
+                    "tests/test_07_sqlite_faults.py", "tests/test_07_exact_bounds.py"],
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }
