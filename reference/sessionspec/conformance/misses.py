@@ -109,8 +109,6 @@ def _envelope_misses() -> list[Miss]:
          append("user/message", u2, {"op": "replace", "start": 0, "end": False}, [0])),
         ("SESSION-SURFACE-PROJECTION.4", "replace-without-an-end", TURN,
          append("user/message", u2, {"op": "replace", "start": 1}, [1])),
-        ("SESSION-SURFACE-PROVENANCE.6", "replace-without-sources", TURN,
-         append("user/message", u2, {"op": "replace", "start": 1, "end": 1})),
         ("SESSION-SURFACE-PROVENANCE.1", "null", TURN,
          {"op": "append", "type": "user/message", "data": u2, "surfaceOp": "append", "sourceEventSeqs": None}),
         ("SESSION-SURFACE-PROVENANCE.1", "an-object", TURN, append("user/message", u2, "append", {"0": 1})),
