@@ -589,4 +589,4 @@ def test_parse_block_finds_negative_zero_after_any_number_of_dots(dots: int) -> 
     floats = [{"x": 0.5}] * dots
     lines = [orjson.dumps(record) for record in (*floats, {"z": -0.0})]
     assert fasttext.parse_block(b"\n".join(lines)) is None
-    assert fasttext.parse_block(b"\n".join(lines[:-1] + [b'{"z":0.0}'])) == [*floats, {"z": 0.0}]
+    assert fasttext.parse_block(b"\n".join([*lines[:-1], b'{"z":0.0}'])) == [*floats, {"z": 0.0}]
