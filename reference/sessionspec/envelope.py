@@ -24,6 +24,7 @@ from sessionspec.jsonvalue import (
     is_nonneg_safe_int,
     is_safe_int,
     json_equal,
+    shown,
     snapshot,
     thaw,
 )
@@ -143,7 +144,7 @@ class Event(_Immutable):
 
 def check_type(event_type: object, *, seq: int | None = None, index: int | None = None) -> None:
     # SESSION-EVENT-ENVELOPE.2: the type discriminates the union; a missing one, or one that is not a string, names nothing.
-    check(type(event_type) is str, "SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {event_type!r}",
+    check(type(event_type) is str, "SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {shown(event_type)}",
           seq=seq, index=index)
     # SESSION-EVENT-ENVELOPE.8: nor does the empty string (decision: the upstream core accepts it).
     check(event_type != "", "SESSION-EVENT-ENVELOPE.8", "event type must not be empty", seq=seq, index=index)
@@ -164,7 +165,7 @@ def parse_surface_op(event_type: str, raw: Json, *, seq: int | None = None, inde
         and is_nonneg_safe_int(raw["end"])
     )
     check(is_replace, "SESSION-SURFACE-PROJECTION.4",
-          f"session event {event_type!r} carries an invalid surfaceOp {thaw(raw)!r}", seq=seq, index=index)
+          f"session event {event_type!r} carries an invalid surfaceOp {shown(thaw(raw))}", seq=seq, index=index)
     return Replace(raw["start"], raw["end"])
 
 
@@ -179,7 +180,7 @@ def parse_sources(event_type: str, seq: int, raw: Json, *, index: int | None = N
     # .3 Sources are seqs: non-negative safe integers (a bool is not a number).
     for source in raw:
         check(is_nonneg_safe_int(source), "SESSION-SURFACE-PROVENANCE.3",
-              f"session event {event_type!r} sourceEventSeqs must densely contain non-negative safe integers, got {source!r}",
+              f"session event {event_type!r} sourceEventSeqs must densely contain non-negative safe integers, got {shown(source)}",
               seq=seq, index=index)
     # .4 A source named twice says nothing more and hides a producer bug.
     check(len(set(raw)) == len(raw), "SESSION-SURFACE-PROVENANCE.4", "sourceEventSeqs must not contain duplicates",
@@ -255,16 +256,16 @@ def parse_event(raw: Json, index: int) -> Event:
     check_type(value.get("type"), index=index)
     seq = value.get("seq")
     # SESSION-EVENT-ENVELOPE.3: seq is the one ordering authority.
-    check(is_nonneg_safe_int(seq), "SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {seq!r}",
+    check(is_nonneg_safe_int(seq), "SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {shown(seq)}",
           index=index)
     time = value.get("time")
     # SESSION-EVENT-ENVELOPE.4: time is a wall-clock record, any safe integer; it orders nothing.
-    check(is_safe_int(time), "SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {time!r}", seq=seq, index=index)
+    check(is_safe_int(time), "SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {shown(time)}", seq=seq, index=index)
     # SESSION-EVENT-ENVELOPE.5: every event has a payload, even if it is null.
     check("data" in value, "SESSION-EVENT-ENVELOPE.5", "event has no data", seq=seq, index=index)
     ignorable = value.get("ignorable", True)
     # SESSION-EVENT-ENVELOPE.6: ignorable is a flag a writer sets; false or "yes" is a different format.
-    check(ignorable is True, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {ignorable!r}",
+    check(ignorable is True, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {shown(ignorable)}",
           seq=seq, index=index)
     return build_event(
         value["type"], seq, time, value["data"], value.get("surfaceOp"), value.get("sourceEventSeqs"),
@@ -289,6 +290,6 @@ def append_request_parts(request: Mapping[str, Json]) -> tuple[Any, Json, Json, 
     ignorable = request.get("ignorable", False)
     # SESSION-EVENT-ENVELOPE.6: ignorable is absent or exactly true.
     check("ignorable" not in request or ignorable is True, "SESSION-EVENT-ENVELOPE.6",
-          f"ignorable must be absent or true, got {ignorable!r}")
+          f"ignorable must be absent or true, got {shown(ignorable)}")
     return (request.get("type"), request["data"], request.get("surfaceOp"), "surfaceOp" in request,
             request.get("sourceEventSeqs"), "sourceEventSeqs" in request, bool(ignorable))

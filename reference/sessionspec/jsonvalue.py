@@ -38,6 +38,30 @@ def is_nonempty_str(value: object) -> bool:
     return type(value) is str and value != ""
 
 
+SHOWN_DEPTH = 64
+"""How deep a value a rejection's message writes out; a deeper one is named by its type."""
+
+
+def shown(value: object) -> str:
+    """`repr(value)` for the message of a rejection, unless the value nests deeper than SHOWN_DEPTH.
+
+    `repr` recurses: a value nested some thousand levels (decision 4 sets no depth limit) made the
+    message itself raise RecursionError, so the rejection was answered `internal`, or not, by how
+    deep the caller's stack already was. The depth is measured without recursion.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        if depth > SHOWN_DEPTH:
+            return f"<{type(value).__name__} nested over {SHOWN_DEPTH} levels>"
+        if isinstance(item, (dict, list, tuple)) and id(item) not in seen:
+            seen.add(id(item))
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return repr(value)
+
+
 def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
     raise TypeError(f"{type(self).__name__} is immutable: accepted session values cannot change (SESSION-IMMUTABILITY.1)")
 

@@ -23,7 +23,7 @@ from sessionspec.catalog import END_SEED
 from sessionspec.envelope import Event, Replace, check_type, parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import default_header, validate_header
-from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int
+from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int, shown
 from sessionspec.rules import check, fail
 
 Clock = Callable[[], int]
@@ -93,7 +93,7 @@ class SessionCore(ABC):
         clock = clock or wall_clock
         # SESSION-FORMAT-HEADER.3: a session is named; the header must name the same session.
         check(type(session_id) is str and session_id != "", "SESSION-FORMAT-HEADER.3",
-              f"session id must be a non-empty string, got {session_id!r}")
+              f"session id must be a non-empty string, got {shown(session_id)}")
         valid_header = default_header(session_id, read_clock(clock)) if header is None else validate_header(header, session_id)
         session = cls(session_id, valid_header, clock, validators, observers)
         if seed is not None:
@@ -195,7 +195,7 @@ class SessionCore(ABC):
         # 3. SESSION-APPEND-COMMIT.5: the marker is the seed boundary; a plugin writing one would reclassify live work.
         check(event_type != END_SEED, "SESSION-APPEND-COMMIT.5", f"{END_SEED} is written only by seeding")
         # 4. SESSION-EVENT-ENVELOPE.6: ignorable is a flag.
-        check(type(ignorable) is bool, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be a bool, got {ignorable!r}")
+        check(type(ignorable) is bool, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be a bool, got {shown(ignorable)}")
         # 5. SESSION-LOSSLESS-JSON: data, then the marker, then the sources, each copied and frozen.
         owned = self._owned(data)
         owned_op = self._owned(surface_op.to_json() if isinstance(surface_op, Replace) else surface_op)

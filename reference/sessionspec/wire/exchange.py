@@ -251,11 +251,12 @@ class Exchange:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
                            trace, why, breaches=breaches)
-        new = not self.known(found) and not (self.collecting and any(found.family == seen.family
-                                                                     for seen in self.collected))
-        if new and self.collecting:
-            self.collected.append(found)
-        elif new:
+        if self.collecting:
+            # Every family's first divergence, listed or not: what the search finds, and how it is minimized and
+            # named, must not depend on the failure list (which changes the verdict, never the search).
+            if not any(found.family == seen.family for seen in self.collected):
+                self.collected.append(found)
+        elif not self.known(found):
             self.quiet = True
             self.drain()
             self.last = found
