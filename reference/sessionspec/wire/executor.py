@@ -128,6 +128,10 @@ class Executor:
         check(isinstance(request, dict) and type(request.get("op")) is str, REQUEST_OBJECT,
               "a request is a JSON object with a string op")
         op = request["op"]
+        if op == "create":
+            # SESSION-CONFORMANCE-PROTOCOL.3: a rejected create leaves no session, whatever refuses it (its x- keys and
+            # its own shape included); a session kept from before would make what follows depend on history.
+            self.session = None
         if "x-time" in request:
             # SESSION-CONFORMANCE-PROTOCOL.6: x-time is an x-hooks key, and a clock reading is a safe integer.
             check(HOOKS in self.extensions and is_safe_int(request["x-time"]), EXTENSION,
@@ -163,8 +167,6 @@ class Executor:
               "create carries id, seed and header (null when absent)")
         self._now = START_TIME
         self._json.clear()
-        # A rejected create leaves no session: appends after it are refused, never applied to the old one.
-        self.session = None
         self.session = self.factory(request["id"], request["seed"], request["header"], clock=self.clock,
                                     validators=[self._validator], observers=[self._observer])
         return {"ok": True, "firstLiveSeq": self.session.first_live_seq, "seq": self.session.seq}
