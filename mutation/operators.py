@@ -3,12 +3,21 @@
 cosmic-ray's core operators swap operators, constants, keywords and exception types, but never
 delete anything; the bugs an incremental store really has are as often an omission (a state update
 left out, a check dropped from a conjunction, a type dropped from an isinstance tuple). So the lane
-adds three operators, registered as cosmic-ray provider `sessionspec`:
+adds operators of its own, registered as cosmic-ray provider `sessionspec`:
 
 - `RemoveStatement`: an assignment, a bare call (`check(...)`, `self._log.append(event)`) or a
-  `raise` inside a function body becomes `pass`;
+  `raise` inside a function body becomes `pass` (a fast form's `raise _Slow`, its hand-over to the
+  reference, deleted);
 - `DropOperand`: one operand of an `and`/`or` chain is dropped (`a and b and c` -> `a and c`);
-- `DropElement`: one element of a tuple, list or set display is dropped (`(list, tuple)` -> `(list,)`).
+- `DropElement`: one element of a tuple, list or set display is dropped (`(list, tuple)` -> `(list,)`);
+- `ReturnNone`: a returned value becomes `None` (`return _float(value)` -> `return None`);
+- `SwapMembership`: `in` becomes `not in` and back (cosmic-ray's comparison operators leave both alone).
+
+An independent measurement (issue 25) with another generator's operators (a return made `None`, a
+hand-over `raise` deleted, a boundary moved, `is` swapped for `is not`) found gaps this lane's sample
+had never drawn: the last two are among cosmic-ray's comparison swaps, but one site's seven swaps
+make a boundary move one draw in seven. `FAMILIES` names each operator's family, and `run.py
+--stratify` draws the same number of mutants from every family, so no family is drowned by another.
 
 Binary-operator replacement is trimmed to one natural sibling per operator (`+` -> `-`, `|` -> `&`):
 cosmic-ray's full cross product (ten replacements per site) would fill a sample with arithmetic
@@ -130,7 +139,49 @@ class DropElement(Operator):  # type: ignore[misc]
                 Example("x = [a, b]", "x = [a]", occurrence=1))
 
 
-OWN = {cls.__name__: cls for cls in (RemoveStatement, DropOperand, DropElement)}
+class ReturnNone(Operator):  # type: ignore[misc]
+    """A returned value becomes `None`: a fast form that loses its result (a value logged as null, a plan dropped)."""
+
+    def mutation_positions(self, node: Any) -> Iterator[Position]:
+        if node.type != "return_stmt" or len(node.children) < 2:
+            return
+        value = node.children[1]
+        if not (isinstance(value, Keyword) and value.value == "None"):
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node: Any, index: int) -> Any:
+        return parso.parse(node.get_first_leaf().prefix + "return None")
+
+    @classmethod
+    def examples(cls) -> tuple[Example, ...]:
+        return (Example("def f():\n    return x + 1\n", "def f():\n    return None\n"),
+                Example("def f():\n    return None\n    return x\n", "def f():\n    return None\n    return None\n"))
+
+
+def _membership(node: Any) -> bool:
+    if node.type == "comp_op":
+        return [child.value for child in node.children] == ["not", "in"]
+    return isinstance(node, Keyword) and node.value == "in" and node.parent is not None and node.parent.type == "comparison"
+
+
+class SwapMembership(Operator):  # type: ignore[misc]
+    """`in` becomes `not in`, `not in` becomes `in` (a membership test turned the wrong way)."""
+
+    def mutation_positions(self, node: Any) -> Iterator[Position]:
+        if _membership(node):
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node: Any, index: int) -> Any:
+        swapped = "in" if node.type == "comp_op" else "not in"
+        return Keyword(swapped, node.start_pos, prefix=node.get_first_leaf().prefix)
+
+    @classmethod
+    def examples(cls) -> tuple[Example, ...]:
+        return (Example("x = a in b", "x = a not in b"), Example("x = a not in b", "x = a in b"),
+                Example("for a in b:\n    x = a in c\n", "for a in b:\n    x = a not in c\n"))
+
+
+OWN = {cls.__name__: cls for cls in (RemoveStatement, DropOperand, DropElement, ReturnNone, SwapMembership)}
 
 
 class Provider:
@@ -154,6 +205,26 @@ def operator_names() -> list[str]:
     core = [name for name in cosmic_ray.plugins.operator_names()
             if (name in CORE or name.startswith(CORE_PREFIXES)) and name not in IDENTITY_SWAPS]
     return [*core, *(f"sessionspec/{name}" for name in OWN)]
+
+
+BOUNDARY_MOVES = ("core/ReplaceComparisonOperator_Lt_LtE", "core/ReplaceComparisonOperator_LtE_Lt",
+                  "core/ReplaceComparisonOperator_Gt_GtE", "core/ReplaceComparisonOperator_GtE_Gt")
+IDENTITY_FLIPS = ("core/ReplaceComparisonOperator_Is_IsNot", "core/ReplaceComparisonOperator_IsNot_Is")
+
+
+def family(name: str) -> str:
+    """The operator's family, for a stratified sample: boundary, identity, comparison, return-none, membership,
+    removal (a statement or a raise), omission (an operand or an element), or core (the rest of cosmic-ray's)."""
+    if name in BOUNDARY_MOVES:
+        return "boundary"
+    if name in IDENTITY_FLIPS:
+        return "identity"
+    if name.startswith("core/ReplaceComparisonOperator_"):
+        return "comparison"
+    own = {"sessionspec/ReturnNone": "return-none", "sessionspec/SwapMembership": "membership",
+           "sessionspec/RemoveStatement": "removal", "sessionspec/DropOperand": "omission",
+           "sessionspec/DropElement": "omission"}
+    return own.get(name, "core")
 
 
 def operator(name: str) -> Operator:

@@ -17,6 +17,8 @@ Targets and their stages (`live` with `--lane conform` stops after conform):
            (`tests/test_fastpaths.py`, each fast form held to its reference, and
            `tests/test_logcheck_checker.py`: `sessionspec check` calls fast forms in ways
            `serve --impl live` never does, `replace_holds` with a `resolve`, say);
+- text:    (live/fasttext.py, the lossless line reader of the testee and of every storage backend) vectors,
+           conform, storage (the lossless text reader's tests and the JSONL reader's), fastforms;
 - storage: storage (the lossless text reader and the chapter-07 tests), check
            (`tests/test_cli_check.py`: `sessionspec check`).
 
@@ -48,12 +50,19 @@ STAGES: dict[str, dict[str, list[str]]] = {
         "machine": [*PYTEST, "tests/test_machine.py", "-k", "LiveAgainstModel"],
         "fastforms": [*PYTEST, "tests/test_fastpaths.py", "tests/test_logcheck_checker.py"],
     },
+    "text": {
+        "vectors": [PY, "-m", "sessionspec", "conform", "--examples", "0", "--", *SERVE],
+        "conform": [PY, "-m", "sessionspec", "conform", "--", *SERVE],
+        "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_storage.py", "tests/test_07_bounds.py"],
+        "fastforms": [*PYTEST, "tests/test_fastpaths.py", "tests/test_logcheck_checker.py"],
+    },
     "storage": {
         "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
                     "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
                     "tests/test_07_sqlite_faults.py", "tests/test_07_budget.py", "tests/test_07_files.py",
                     "tests/test_07_sqlite_files.py", "tests/test_07_large.py", "tests/test_07_refusals.py",
-                    "tests/test_07_revision.py", "tests/test_07_deep.py", "tests/test_07_edges.py"],
+                    "tests/test_07_revision.py", "tests/test_07_deep.py", "tests/test_07_edges.py",
+                    "tests/test_07_exact_bounds.py"],
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }
@@ -64,7 +73,7 @@ TAIL = 40
 
 def stages(target: str, lane: str) -> list[str]:
     names = list(STAGES[target])
-    return [name for name in names if name in CONFORM_STAGES] if target == "live" and lane == "conform" else names
+    return [name for name in names if name in CONFORM_STAGES] if target in ("live", "text") and lane == "conform" else names
 
 
 def environment(traces: Path | None) -> dict[str, str]:

@@ -177,7 +177,7 @@ def headline(settings: dict[str, Any], summary: dict[str, Any]) -> str:
     parts = [f"mutation lane {target} ({lane}, seed {settings['seed']}): {summary['run']} run"
              + (f", {summary['pending']} pending" if summary["pending"] else ""),
              f"{summary['equivalent']} equivalent", f"{summary['killed']} killed of {summary['non_equivalent']} non-equivalent"]
-    if target == "live":
+    if target in ("live", "text"):
         parts.append(f"conform alone {summary['killed_by_conform']}/{summary['non_equivalent_conform']} "
                      f"{_percent(summary['score_conform'])}")
         if lane == "both":

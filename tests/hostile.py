@@ -549,3 +549,104 @@ def copy(path: Path, directory: Path) -> Path:
     target = directory / f"copy-{path.name}"
     shutil.copyfile(path, target)
     return target
+
+
+# --- values a message names: nested past any recursion, or megabytes long (issue 28, item 6) ---------------
+
+MESSAGE_DEPTH = 100_000
+MESSAGE_SIZE = 10 << 20
+"""The issue's sizes: an array 100,000 levels deep (`repr` raises RecursionError past about 1,000) and a 10 MiB
+string (a 10 MB message when quoted whole). The default slice nests `DEPTH` levels (past the recursion limit too;
+a 100,000-deep value costs a third of a second to copy, each time); the nightly run, and the issue's own cases,
+the full depth."""
+MESSAGE_BOUND = 1024
+"""What a refusal's whole text (`str(violation)`: rule, kind, place and message) may take."""
+CREATE = {"version": 0, "id": "s", "createdAt": 0}
+"""A valid create header; each class below puts one hostile value in it, or in an append request."""
+
+
+def nested(depth: int) -> list[Any]:
+    """An array `depth` levels deep, built without recursion."""
+    root: list[Any] = []
+    level = root
+    for _ in range(depth - 1):
+        inner: list[Any] = []
+        level.append(inner)
+        level = inner
+    return root
+
+
+def hostile_values(depth: int = MESSAGE_DEPTH, size: int = MESSAGE_SIZE) -> dict[str, Any]:
+    """name -> the value: `deep` (an array `depth` levels deep) and `huge` (a string of `size` characters)."""
+    return {"deep": nested(depth), "huge": "x" * size}
+
+
+def hostile_texts(depth: int = MESSAGE_DEPTH, size: int = MESSAGE_SIZE) -> dict[str, bytes]:
+    """The same values as JSON text, for a request line or a stored record."""
+    return {"deep": b"[" * depth + b"]" * depth, "huge": b'"' + b"x" * size + b'"'}
+
+
+HEADER_FIELDS: dict[str, dict[str, str | None]] = {
+    "version": {"deep": "SESSION-FORMAT-HEADER.2", "huge": "SESSION-FORMAT-HEADER.2"},
+    "id": {"deep": "SESSION-FORMAT-HEADER.3", "huge": "SESSION-FORMAT-HEADER.3"},
+    "createdAt": {"deep": "SESSION-FORMAT-HEADER.4", "huge": "SESSION-FORMAT-HEADER.4"},
+    "cwd": {"deep": "SESSION-FORMAT-HEADER.5", "huge": "SESSION-FORMAT-HEADER.5"},
+    "parentSession": {"deep": "SESSION-FORMAT-HEADER.6", "huge": None},
+    "seedLength": {"deep": "SESSION-FORMAT-HEADER.7", "huge": "SESSION-FORMAT-HEADER.7"},
+    "origin": {"deep": "SESSION-FORMAT-HEADER.8", "huge": "SESSION-FORMAT-HEADER.8"},
+    "delegationDepth": {"deep": "SESSION-FORMAT-HEADER.9", "huge": "SESSION-FORMAT-HEADER.9"},
+    "agentPreset": {"deep": "SESSION-FORMAT-HEADER.10", "huge": None},
+    "unknown": {"deep": "SESSION-FORMAT-HEADER.11", "huge": "SESSION-FORMAT-HEADER.11"},
+}
+"""Each header field, with the rule that refuses each hostile value in it (None: a huge string is a valid value there;
+the id's is refused only because it is not the session's). `unknown` is a key no header has."""
+
+APPEND_KEYS: dict[str, tuple[dict[str, Any], dict[str, str | None]]] = {
+    "type": ({"data": {}}, {"deep": "SESSION-EVENT-ENVELOPE.2", "huge": None}),
+    "data": ({"type": "turn/start"}, {"deep": None, "huge": None}),
+    "surfaceOp": ({"type": "user/message", "data": {}},
+                  {"deep": "SESSION-SURFACE-PROJECTION.4", "huge": "SESSION-SURFACE-PROJECTION.4"}),
+    "sourceEventSeqs": ({"type": "assistant/message", "data": {}, "surfaceOp": "append"},
+                        {"deep": "SESSION-SURFACE-PROVENANCE.3", "huge": "SESSION-SURFACE-PROVENANCE.1"}),
+    "ignorable": ({"type": "turn/start", "data": {"turn": 1}},
+                  {"deep": "SESSION-EVENT-ENVELOPE.6", "huge": "SESSION-EVENT-ENVELOPE.6"}),
+    "unknown": ({"type": "turn/start", "data": {"turn": 1}},
+                {"deep": "SESSION-EVENT-ENVELOPE.1", "huge": "SESSION-EVENT-ENVELOPE.1"}),
+}
+"""Each key of an append request, the rest of a request that reaches the key's check, and the rule that refuses each
+hostile value in it (None: accepted, as data is, and a type that is a long string)."""
+
+
+def hostile_header(field: str, value: Any) -> dict[str, Any]:
+    """A create header with `value` in `field`."""
+    return {**CREATE, field: value}
+
+
+def hostile_append(key: str, value: Any) -> dict[str, Any]:
+    """An append request with `value` in `key`, the rest of it valid up to that key's check."""
+    rest, _ = APPEND_KEYS[key]
+    return {**rest, key: value}
+
+
+def _splice(record: dict[str, Any], key: str, text: bytes) -> bytes:
+    """`record` as JSON text with `key` set to the JSON `text` (written as bytes: the value may be too deep for `json`)."""
+    head = dumps({k: v for k, v in record.items() if k != key}).encode()
+    return head[:-1] + (b"," if len(head) > 2 else b"") + json.dumps(key).encode() + b":" + text + b"}"
+
+
+def hostile_header_log(path: Path, field: str, text: bytes) -> Path:
+    """A JSONL log whose header carries the JSON `text` in `field`; the events after it are valid."""
+    return write_jsonl(path, [lines_of(batch) for batch in agent_log(1)], _splice(HEADER, field, text))
+
+
+def hostile_event_log(path: Path, key: str, text: bytes, *, at: int = 2, data_key: str | None = None) -> Path:
+    """A JSONL log whose event `at` carries the JSON `text` in envelope `key` (or, with `data_key`, in that key of its
+    data); everything else valid."""
+    events = [event for batch in agent_log(2) for event in batch]
+    lines = [dumps(event).encode() for event in events]
+    event = events[at]
+    if data_key is not None:
+        lines[at] = _splice({k: v for k, v in event.items() if k != "data"}, "data", _splice(event["data"], data_key, text))
+    else:
+        lines[at] = _splice(event, key, text)
+    return write_jsonl(path, [lines])

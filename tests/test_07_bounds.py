@@ -21,7 +21,7 @@ from hostile import HEADER, agent_log, clean_log, frame, lines_of, oracle, oracl
 from sessionspec import jsontext, storage
 from sessionspec.errors import SpecViolation
 from sessionspec.jsontext import dumps, parse
-from sessionspec.storage import chunkrows, durable, zstdlog
+from sessionspec.storage import chunkrows, durable, zstdframes, zstdlog
 
 TOOLS = (("check",), ("show",), ("repair",), ("repair", "--write"))
 
@@ -42,7 +42,7 @@ def test_a_frame_of_a_hundred_million_newlines_is_refused_at_once(tmp_path: Path
 
 def test_a_writer_splits_a_batch_into_frames_within_the_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SESSION-ZSTD-FRAMES.5: what the writer writes the reader reads (a batch over the bound is several frames)."""
-    monkeypatch.setattr(zstdlog, "MAX_FRAME_RECORDS", 5)
+    monkeypatch.setattr(zstdframes, "MAX_FRAME_RECORDS", 5)
     events = [event for batch in agent_log(3) for event in batch]
     path = tmp_path / "split.jsonl.zstd"
     storage.save(path, {"version": 0, "id": "h", "createdAt": 1}, events)

@@ -20,6 +20,7 @@ from sessionspec.conformance import vectors as vector_files
 from sessionspec.testing import planted
 from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.exchange import DivergenceFound
+from sessionspec.wire.verdict import Breach
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -266,6 +267,26 @@ def test_fix_heads_each_rule_with_its_ground_and_keeps_a_comment_written_by_hand
     failures.rewrite(listed, [shape, order])
     assert "SESSION-MESSAGE-SHAPE.9-reject accepted  # the upstream's append checks no payload (notes §5.2)" in listed.read_text()
     assert failures.judge(failures.parse(listed.read_text()), [shape, order]).ok
+
+
+def test_fix_heads_a_rule_at_a_lowered_level_with_the_reason_it_is_lowered(tmp_path: Path) -> None:
+    """A required rule broken only through an integer spelled as a float, or in a log given whole to fold or repair,
+    is listed as recommended: the heading says which of the two lowered it, not the rule's own (required) ground."""
+    listed = tmp_path / "known.txt"
+    refusal = {"ok": False, "error": {"kind": "surface-op"}}
+    spelled = Divergence("vector", "SESSION-SURFACE-PROJECTION.4-reject-replace-from-a-float-start", "append",
+                         "SESSION-SURFACE-PROJECTION.4", "surface-op", refusal, {"ok": True}, [], level="recommended",
+                         breaches=(Breach("SESSION-SURFACE-PROJECTION.4", "surface-op", "recommended"),
+                                   Breach("SESSION-LOSSLESS-JSON.8", "internal", "recommended")))
+    folded = Divergence("machine", "machine:repair", "repair", "SESSION-EVENT-ENVELOPE.5", "envelope",
+                        {"ok": False, "error": {"kind": "envelope"}}, {"ok": True}, [], level="recommended")
+    failures.rewrite(listed, [spelled, folded])
+    text = listed.read_text()
+    projection = text.split("# SESSION-SURFACE-PROJECTION.4:")[1].split("\n\n")[0]
+    envelope = text.split("# SESSION-EVENT-ENVELOPE.5:")[1].split("\n\n")[0]
+    assert "recommended because it is broken only because an integer is spelled as a float" in projection
+    assert "recommended because it is broken in a log given whole to fold or repair" in envelope
+    assert "seed 004" not in projection + envelope
 
 
 @pytest.mark.parametrize("argv", [["--examples", "-1"], ["--timeout", "0"], ["--seconds", "-5"]])

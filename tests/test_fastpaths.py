@@ -579,3 +579,14 @@ def test_the_survey_leaves_a_legacy_turn_start_to_the_upgrade(data: dict[str, An
     """SESSION-LEGACY-UPGRADE.1: the load gate upgrades (or refuses) it, so no fast run may take it as it stands."""
     record = {"type": "turn/start", "seq": 0, "time": 1, "data": data}
     assert survey.survey([record], PLAIN, True) == []
+
+
+@pytest.mark.parametrize("dots", [0, 1, 63, 64, 65, 200])
+def test_parse_block_finds_negative_zero_after_any_number_of_dots(dots: int) -> None:
+    """`_negative_zero` looks at the first 64 dots one by one, then searches the rest: a -0.0 after more than 64
+    dots (other floats before it) must still send the block to the lossless reader, which refuses it (TEXT.5).
+    (Mutant, seed 20261205's text sample: the search after the 64th dot returning None.)"""
+    floats = [{"x": 0.5}] * dots
+    lines = [orjson.dumps(record) for record in (*floats, {"z": -0.0})]
+    assert fasttext.parse_block(b"\n".join(lines)) is None
+    assert fasttext.parse_block(b"\n".join([*lines[:-1], b'{"z":0.0}'])) == [*floats, {"z": 0.0}]

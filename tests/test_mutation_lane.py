@@ -61,6 +61,7 @@ def test_live_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.stages("live", "conform") == ["vectors", "conform"]
     assert oracle.stages("live", "both") == ["vectors", "conform", "machine", "fastforms"]
     assert oracle.stages("storage", "conform") == ["storage", "check"]
+    assert oracle.stages("text", "conform") == ["vectors", "conform"]
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
 
 
@@ -178,3 +179,53 @@ def test_a_spent_budget_starts_no_mutant_and_leaves_the_rest_pending(capsys: pyt
 
     run.execute(Items(), "false", 10.0, deadline=0.0)  # type: ignore[arg-type]
     assert "2 mutants left pending" in capsys.readouterr().out
+
+
+def test_every_operator_has_a_family_and_the_issue_25_families_are_there() -> None:
+    pytest.importorskip("cosmic_ray")
+    import operators
+
+    families = {operators.family(name) for name in operators.operator_names()}
+    assert {"boundary", "identity", "return-none", "removal", "membership", "comparison", "omission", "core"} == families
+    assert operators.family("core/ReplaceComparisonOperator_Lt_LtE") == "boundary"
+    assert operators.family("core/ReplaceComparisonOperator_Is_IsNot") == "identity"
+
+
+def test_a_stratified_sample_takes_each_family_in_turn() -> None:
+    pytest.importorskip("cosmic_ray")
+    import run
+
+    specs = [SimpleNamespace(operator_name=name) for name in (
+        "core/NumberReplacer", "core/AddNot", "sessionspec/ReturnNone", "core/ReplaceComparisonOperator_Lt_LtE",
+        "sessionspec/ReturnNone")]
+    order = [spec.operator_name for spec in run.interleave(specs)]  # type: ignore[arg-type]
+    assert order[:3] == ["core/ReplaceComparisonOperator_Lt_LtE", "core/NumberReplacer", "sessionspec/ReturnNone"]
+    assert sorted(order) == sorted(spec.operator_name for spec in specs)
+
+
+def test_every_unreached_branch_entry_names_lines_that_exist() -> None:
+    """mutation/unreached.toml explains branches by their source lines: an entry whose line is gone explains nothing."""
+    import reach
+
+    for entry in reach.load_reasons():
+        source = (reach.LIVE / entry["file"]).read_text(encoding="utf-8").splitlines()
+        stripped = {line.strip() for line in source}
+        assert entry["line"] in stripped, entry
+        assert entry.get("to") in (None, "exit") or entry["to"] in stripped, entry
+        assert entry["reason"], entry
+
+
+def test_the_reach_report_lists_missing_branches_and_the_first_line_of_each_run_not_run() -> None:
+    import reach
+
+    path = reach.LIVE / "surface.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    def at(text: str) -> int:
+        return next(n for n, line in enumerate(lines, 1) if line.strip() == text)
+
+    guard, each, size = at("if step != event.seq:"), at("return iter(self._nodes)"), at("return len(self._nodes)")
+    report = {"files": {str(path): {"missing_branches": [[guard, guard + 1]], "missing_lines": [guard + 1, each, size],
+                                     "executed_lines": [guard, each - 1, each + 1, size - 1]}}}
+    found = reach.missing(report, reach.load_reasons())
+    assert [(gap["from"], gap["to"]) for gap in found] == [(guard, guard + 1), (each, None), (size, None)]
+    assert all(gap["reason"] for gap in found)

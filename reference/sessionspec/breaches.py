@@ -24,6 +24,7 @@ from sessionspec.envelope import APPEND, APPEND_REQUEST_KEYS, Event, Replace, bu
 from sessionspec.errors import SpecViolation
 from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenList, Json, is_nonempty_str, snapshot
+from sessionspec.preview import shown
 from sessionspec.rules import kind_of as _kind
 from sessionspec.shapes import check_content
 from sessionspec.surface import apply, plan
@@ -88,12 +89,12 @@ def _request_shape(found: list[SpecViolation], request: Mapping[str, Any]) -> No
     extra = sorted(set(request) - APPEND_REQUEST_KEYS)
     if extra:
         found.append(SpecViolation("SESSION-EVENT-ENVELOPE.1", _kind("SESSION-EVENT-ENVELOPE.1"),
-                                   f"append request has unknown keys {extra}"))
+                                   f"append request has unknown keys {shown(extra)}"))
     if "data" not in request:
         found.append(SpecViolation("SESSION-EVENT-ENVELOPE.5", _kind("SESSION-EVENT-ENVELOPE.5"), "append request has no data"))
     if "ignorable" in request and request["ignorable"] is not True:
         found.append(SpecViolation("SESSION-EVENT-ENVELOPE.6", _kind("SESSION-EVENT-ENVELOPE.6"),
-                                   f"ignorable must be absent or true, got {request['ignorable']!r}"))
+                                   f"ignorable must be absent or true, got {shown(request['ignorable'])}"))
 
 
 class _Parts:
@@ -152,7 +153,7 @@ def create_breaches(request: Mapping[str, Any]) -> list[SpecViolation]:
     session_id = raw_id if isinstance(raw_id, str) and raw_id else "s"
     if not is_nonempty_str(raw_id):
         found.append(SpecViolation("SESSION-FORMAT-HEADER.3", _kind("SESSION-FORMAT-HEADER.3"),
-                                   f"session id must be a non-empty string, got {raw_id!r}"))
+                                   f"session id must be a non-empty string, got {shown(raw_id)}"))
     if header is not None:
         _header_alone(found, header, session_id)
     if seed is not None:

@@ -28,6 +28,7 @@ from sessionspec.jsonvalue import (
     snapshot,
     thaw,
 )
+from sessionspec.preview import shown
 from sessionspec.rules import check
 
 ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
@@ -68,6 +69,8 @@ class Replace(_Immutable):
 
 
 APPEND: Final = "append"
+REPR_LIMIT: Final = 2000
+"""An event's `repr` shows its data in full up to about this many characters (a test's failure reads it), then in part."""
 SurfaceOp: TypeAlias = Literal["append"] | Replace
 
 
@@ -114,14 +117,15 @@ class Event(_Immutable):
         return hash((self.type, self.seq, self.time))
 
     def __repr__(self) -> str:
+        """Bounded (`shown`): an accepted event's data may be 100,000 levels deep, or a 10 MiB string."""
         extra = ""
         if self.surface_op is not None:
             extra += f", surface_op={self.surface_op!r}"
         if self.source_event_seqs is not None:
-            extra += f", source_event_seqs={list(self.source_event_seqs)!r}"
+            extra += f", source_event_seqs={shown(list(self.source_event_seqs), REPR_LIMIT)}"
         if self.ignorable:
             extra += ", ignorable=True"
-        return f"Event({self.type!r}, seq={self.seq}, time={self.time}, data={self.data!r}{extra})"
+        return f"Event({shown(self.type)}, seq={self.seq}, time={self.time}, data={shown(self.data, REPR_LIMIT)}{extra})"
 
     def to_json(self) -> dict[str, Json]:
         """The plain JSON envelope, in canonical key order: type, seq, time, data, sourceEventSeqs, surfaceOp, ignorable."""
@@ -144,7 +148,7 @@ class Event(_Immutable):
 
 def check_type(event_type: object, *, seq: int | None = None, index: int | None = None) -> None:
     # SESSION-EVENT-ENVELOPE.2: the type discriminates the union; a missing one, or one that is not a string, names nothing.
-    check(type(event_type) is str, "SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {event_type!r}",
+    check(type(event_type) is str, "SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {shown(event_type)}",
           seq=seq, index=index)
     # SESSION-EVENT-ENVELOPE.8: nor does the empty string (decision: the upstream core accepts it).
     check(event_type != "", "SESSION-EVENT-ENVELOPE.8", "event type must not be empty", seq=seq, index=index)
@@ -165,7 +169,7 @@ def parse_surface_op(event_type: str, raw: Json, *, seq: int | None = None, inde
         and is_nonneg_safe_int(raw["end"])
     )
     check(is_replace, "SESSION-SURFACE-PROJECTION.4",
-          f"session event {event_type!r} carries an invalid surfaceOp {thaw(raw)!r}", seq=seq, index=index)
+          f"session event {shown(event_type)} carries an invalid surfaceOp {shown(raw)}", seq=seq, index=index)
     return Replace(raw["start"], raw["end"])
 
 
@@ -180,7 +184,7 @@ def parse_sources(event_type: str, seq: int, raw: Json, *, index: int | None = N
     # .3 Sources are seqs: non-negative safe integers (a bool is not a number).
     for source in raw:
         check(is_nonneg_safe_int(source), "SESSION-SURFACE-PROVENANCE.3",
-              f"session event {event_type!r} sourceEventSeqs must densely contain non-negative safe integers, got {source!r}",
+              f"session event {shown(event_type)} sourceEventSeqs must densely contain non-negative safe integers, got {shown(source)}",
               seq=seq, index=index)
     # .4 A source named twice says nothing more and hides a producer bug.
     check(len(set(raw)) == len(raw), "SESSION-SURFACE-PROVENANCE.4", "sourceEventSeqs must not contain duplicates",
@@ -217,10 +221,10 @@ def build_event(
     surface = event_type in SURFACE_TYPES
     # SESSION-EVENT-ENVELOPE.7: dropping a surface event changes what the model sees, so it is never ignorable.
     check(not (ignorable and surface), "SESSION-EVENT-ENVELOPE.7",
-          f"surface event {event_type!r} cannot be ignorable", seq=seq, index=index)
+          f"surface event {shown(event_type)} cannot be ignorable", seq=seq, index=index)
     # SESSION-CORE-EVENTS.2: a retired type would be read with semantics no current reader has.
     check(event_type not in RETIRED_TYPES, "SESSION-CORE-EVENTS.2",
-          f"session event {event_type!r} uses an unsupported legacy format", seq=seq, index=index)
+          f"session event {shown(event_type)} uses an unsupported legacy format", seq=seq, index=index)
     if event_type == END_SEED:
         # SESSION-CORE-EVENTS.1: the marker carries no payload; data would be a second channel.
         check(isinstance(data, dict) and len(data) == 0, "SESSION-CORE-EVENTS.1",
@@ -228,14 +232,14 @@ def build_event(
     if not surface:
         # SESSION-SURFACE-PROJECTION.1: only surface types enter the surface.
         check(not has_op, "SESSION-SURFACE-PROJECTION.1",
-              f"session event {event_type!r} is not surface-eligible and cannot carry surfaceOp", seq=seq, index=index)
+              f"session event {shown(event_type)} is not surface-eligible and cannot carry surfaceOp", seq=seq, index=index)
         # SESSION-SURFACE-PROJECTION.2: provenance is surface metadata; a log-only event has none.
         check(not has_src, "SESSION-SURFACE-PROJECTION.2",
-              f"session event {event_type!r} is not surface-eligible and cannot carry sourceEventSeqs", seq=seq, index=index)
+              f"session event {shown(event_type)} is not surface-eligible and cannot carry sourceEventSeqs", seq=seq, index=index)
         return Event(event_type, seq, time, data, None, None, ignorable)
     # SESSION-SURFACE-PROJECTION.3: a surface event without a marker would vanish from the model's history.
     check(has_op, "SESSION-SURFACE-PROJECTION.3",
-          f"session event {event_type!r} is surface-eligible and requires a surfaceOp marker", seq=seq, index=index)
+          f"session event {shown(event_type)} is surface-eligible and requires a surfaceOp marker", seq=seq, index=index)
     op = parse_surface_op(event_type, surface_op, seq=seq, index=index)
     sources = parse_sources(event_type, seq, source_event_seqs, index=index) if has_src else None
     return Event(event_type, seq, time, data, op, sources, ignorable)
@@ -284,20 +288,20 @@ def parse_event(raw: Json, index: int) -> Event:
     # SESSION-EVENT-ENVELOPE.1: the envelope is closed; an unknown key is a format this build cannot read.
     check(isinstance(value, dict), "SESSION-EVENT-ENVELOPE.1", "event is not a JSON object", index=index)
     extra = sorted(set(value) - ENVELOPE_KEYS)
-    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"event has unknown envelope keys {extra}", index=index)
+    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"event has unknown envelope keys {shown(extra)}", index=index)
     check_type(value.get("type"), index=index)
     seq = value.get("seq")
     # SESSION-EVENT-ENVELOPE.3: seq is the one ordering authority.
-    check(is_nonneg_safe_int(seq), "SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {seq!r}",
+    check(is_nonneg_safe_int(seq), "SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {shown(seq)}",
           index=index)
     time = value.get("time")
     # SESSION-EVENT-ENVELOPE.4: time is a wall-clock record, any safe integer; it orders nothing.
-    check(is_safe_int(time), "SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {time!r}", seq=seq, index=index)
+    check(is_safe_int(time), "SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {shown(time)}", seq=seq, index=index)
     # SESSION-EVENT-ENVELOPE.5: every event has a payload, even if it is null.
     check("data" in value, "SESSION-EVENT-ENVELOPE.5", "event has no data", seq=seq, index=index)
     ignorable = value.get("ignorable", True)
     # SESSION-EVENT-ENVELOPE.6: ignorable is a flag a writer sets; false or "yes" is a different format.
-    check(ignorable is True, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {ignorable!r}",
+    check(ignorable is True, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {shown(ignorable)}",
           seq=seq, index=index)
     return build_event(
         value["type"], seq, time, value["data"], value.get("surfaceOp"), value.get("sourceEventSeqs"),
@@ -316,12 +320,12 @@ def append_request_parts(request: Mapping[str, Json]) -> tuple[Any, Json, Json, 
     # SESSION-EVENT-ENVELOPE.1: the request is the envelope without seq and time; nothing else.
     check(isinstance(request, Mapping), "SESSION-EVENT-ENVELOPE.1", "an append request is a JSON object")
     extra = sorted(set(request) - APPEND_REQUEST_KEYS)
-    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"append request has unknown keys {extra}")
+    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"append request has unknown keys {shown(extra)}")
     # SESSION-EVENT-ENVELOPE.5: every event has a payload, even if it is null.
     check("data" in request, "SESSION-EVENT-ENVELOPE.5", "append request has no data")
     ignorable = request.get("ignorable", False)
     # SESSION-EVENT-ENVELOPE.6: ignorable is absent or exactly true.
     check("ignorable" not in request or ignorable is True, "SESSION-EVENT-ENVELOPE.6",
-          f"ignorable must be absent or true, got {ignorable!r}")
+          f"ignorable must be absent or true, got {shown(ignorable)}")
     return (request.get("type"), request["data"], request.get("surfaceOp"), "surfaceOp" in request,
             request.get("sourceEventSeqs"), "sourceEventSeqs" in request, bool(ignorable))

@@ -15,6 +15,7 @@ from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import SESSION_FORMAT_VERSION
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
 from sessionspec.model import Session
+from sessionspec.preview import shown
 from sessionspec.rules import define
 from sessionspec.transaction import Clock, wall_clock
 
@@ -52,15 +53,15 @@ def boundary_of(source: Any, boundary: Json = None) -> int:
     # .1 A boundary is a seq.
     if not is_nonneg_safe_int(boundary):
         raise ForkError(BOUNDARY_TYPE, INVALID_BOUNDARY,
-                        f"fork boundary for session {sid!r} must be a non-negative safe integer, got {boundary!r}")
+                        f"fork boundary for session {shown(sid)} must be a non-negative safe integer, got {shown(boundary)}")
     # .2 ... of an event the source has.
     if boundary >= len(events):
         last = len(events) - 1 if events else "none"
         raise ForkError(BOUNDARY_EXISTS, INVALID_BOUNDARY,
-                        f"fork boundary {boundary} does not exist in session {sid!r} (last seq: {last})", seq=boundary)
+                        f"fork boundary {boundary} does not exist in session {shown(sid)} (last seq: {last})", seq=boundary)
     if events[boundary].seq != boundary:
         raise ForkError(BOUNDARY_EXISTS, INVALID_BOUNDARY,
-                        f"fork boundary {boundary} does not match a contiguous event seq in session {sid!r}",
+                        f"fork boundary {boundary} does not match a contiguous event seq in session {shown(sid)}",
                         seq=boundary)
     return int(boundary)
 
@@ -94,7 +95,7 @@ def fork(
     # .3 Forking inside an open turn would give the child a turn nobody runs.
     is_open, turn = open_turn_at(source.events, b)
     if is_open:
-        raise ForkError(NOT_IN_OPEN_TURN, OPEN_TURN, f"fork boundary {b} in session {sid!r} ends inside open turn {turn}",
+        raise ForkError(NOT_IN_OPEN_TURN, OPEN_TURN, f"fork boundary {b} in session {shown(sid)} ends inside open turn {shown(turn)}",
                         seq=b)
     # SESSION-FORK.4: the prefix, inclusive of the boundary, is the child's seed.
     seed = list(source.events[: b + 1])

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from sessionspec.jsonvalue import FrozenDict, Json, is_nonempty_str, is_nonneg_safe_int, snapshot, thaw
+from sessionspec.preview import shown
 from sessionspec.rules import check
 
 SESSION_FORMAT_VERSION: Final = 0
@@ -40,10 +41,10 @@ def validate_header(raw: Json, session_id: str) -> FrozenDict:
     version = header.get("version")
     # .2 Version 0 only: fail closed on any other format, there is no upgrade chain.
     check(type(version) is int and version == SESSION_FORMAT_VERSION, "SESSION-FORMAT-HEADER.2",
-          f"session header version must be {SESSION_FORMAT_VERSION}, got {version!r}")
+          f"session header version must be {SESSION_FORMAT_VERSION}, got {shown(version)}")
     # .3 The header names the session it belongs to.
     check(is_nonempty_str(session_id) and header.get("id") == session_id and type(header.get("id")) is str,
-          "SESSION-FORMAT-HEADER.3", f"session header id {header.get('id')!r} does not match session id {session_id!r}")
+          "SESSION-FORMAT-HEADER.3", f"session header id {shown(header.get('id'))} does not match session id {shown(session_id)}")
     # .4 createdAt is epoch milliseconds.
     check(is_nonneg_safe_int(header.get("createdAt")), "SESSION-FORMAT-HEADER.4",
           "session header createdAt must be a non-negative safe integer")
@@ -51,7 +52,7 @@ def validate_header(raw: Json, session_id: str) -> FrozenDict:
         cwd = header["cwd"]
         # .5 The working directory is absolute (POSIX form on every host, so validity is not platform dependent).
         check(type(cwd) is str and cwd.startswith("/"), "SESSION-FORMAT-HEADER.5",
-              f"session header cwd must be an absolute path, got {cwd!r}")
+              f"session header cwd must be an absolute path, got {shown(cwd)}")
     # .6 The parent of a fork is a session id ...
     check("parentSession" not in header or type(header["parentSession"]) is str, "SESSION-FORMAT-HEADER.6",
           "session header parentSession must be a string")
@@ -71,7 +72,7 @@ def validate_header(raw: Json, session_id: str) -> FrozenDict:
           "session header agentPreset must be a string")
     # .11 The header is closed: a new field is a version bump (decision 8).
     extra = sorted(set(header) - set(HEADER_KEYS))
-    check(not extra, "SESSION-FORMAT-HEADER.11", f"session header has unknown keys {extra}")
+    check(not extra, "SESSION-FORMAT-HEADER.11", f"session header has unknown keys {shown(extra)}")
     return header
 
 

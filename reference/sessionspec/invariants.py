@@ -17,6 +17,7 @@ from sessionspec.catalog import ASSISTANT_MESSAGE, END_SEED, REQUEST_HEADER, TOO
 from sessionspec.envelope import APPEND, Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import Json, json_equal
+from sessionspec.preview import as_text
 from sessionspec.repair import TOOL_NOT_STARTED
 from sessionspec.rules import check, define
 
@@ -83,43 +84,45 @@ def step(trace: Trace, event: Event) -> Trace:
     turn, stp = _get(data, "turn"), _get(data, "step")
     if kind == "turn/start":
         # .2 Turns never overlap.
-        check(trace.open_turn is None, TURN_NOT_OPEN, f"turn/start {turn} while turn {trace.open_turn} is still open",
+        check(trace.open_turn is None, TURN_NOT_OPEN, f"turn/start {as_text(turn)} while turn {as_text(trace.open_turn)} is still open",
               seq=seq)
         # .3 Turns count from 1, one at a time.
-        check(_same(turn, trace.next_turn), TURN_NUMBERED, f"turn/start expected turn {trace.next_turn}, got {turn}",
+        check(_same(turn, trace.next_turn), TURN_NUMBERED, f"turn/start expected turn {trace.next_turn}, got {as_text(turn)}",
               seq=seq)
         return replace(after, open_turn=turn, next_step=1)
     if kind == "turn/end":
         # .4 The turn that ends is the one that is open.
         check(trace.open_turn is not None and _same(turn, trace.open_turn), TURN_END_MATCHES,
-              f"turn/end {turn} does not match open turn {trace.open_turn}", seq=seq)
+              f"turn/end {as_text(turn)} does not match open turn {as_text(trace.open_turn)}", seq=seq)
         # .5 Its last step ended first.
-        check(trace.open_step is None, TURN_END_STEP_CLOSED, f"turn/end {turn} while step {trace.open_step} is still open",
+        check(trace.open_step is None, TURN_END_STEP_CLOSED, f"turn/end {as_text(turn)} while step {as_text(trace.open_step)} is still open",
               seq=seq)
         return replace(after, open_turn=None, next_turn=trace.next_turn + 1)
     if kind == "step/start":
         # .6 A step belongs to the open turn.
         check(trace.open_turn is not None and _same(turn, trace.open_turn), STEP_IN_TURN,
-              f"step/start in turn {turn} but open turn is {trace.open_turn}", seq=seq)
+              f"step/start in turn {as_text(turn)} but open turn is {as_text(trace.open_turn)}", seq=seq)
         # .7 Steps never overlap.
-        check(trace.open_step is None, STEP_NOT_OPEN, f"step/start {stp} while step {trace.open_step} is still open",
+        check(trace.open_step is None, STEP_NOT_OPEN, f"step/start {as_text(stp)} while step {as_text(trace.open_step)} is still open",
               seq=seq)
         # .8 Steps count from 1 within the turn.
         check(_same(stp, trace.next_step), STEP_NUMBERED,
-              f"step/start expected step {trace.next_step} in turn {turn}, got {stp}", seq=seq)
+              f"step/start expected step {trace.next_step} in turn {as_text(turn)}, got {as_text(stp)}", seq=seq)
         return replace(after, open_step=stp)
     if kind in STEP_SCOPED or (kind == TOOL_RESULT and event.surface_op == APPEND):
         _check_in_open_step(trace, event)
         if kind == "step/end":
             return replace(after, open_step=None, next_step=trace.next_step + 1, pending=frozenset())
         if kind == "tool/call":
-            return replace(after, pending=trace.pending | {_get(data, "callId")})
+            called = _get(data, "callId")
+            # Only a string can be answered (a result's callId is one, SESSION-MESSAGE-SHAPE.6); and a list is no set member.
+            return replace(after, pending=trace.pending | {called}) if type(called) is str else after
         if kind == TOOL_RESULT:
             call_id = _get(_get(_get(data, "message"), "source"), "callId")
             # .10 A result answers a call recorded in this step, once; a not-started closer has no call to answer.
             # SESSION-RELATIONAL-INVARIANT.10: a result answers a pending call (or is a not-started closer).
-            check(call_id in trace.pending or is_not_started_closer(event), RESULT_HAS_CALL,
-                  f"tool/result for {call_id} with no prior tool/call in this step", seq=seq)
+            check((type(call_id) is str and call_id in trace.pending) or is_not_started_closer(event), RESULT_HAS_CALL,
+                  f"tool/result for {as_text(call_id)} with no prior tool/call in this step", seq=seq)
             return replace(after, pending=trace.pending - {call_id})
         return after
     if kind == TOOL_RESULT:
@@ -147,9 +150,10 @@ def _position(turn: Json, step: Json, state: str = "") -> str:
     """Turn and step in words: "turn 2/step 1", "no turn", "turn 2 with no step open"."""
     if turn is None:
         return f"no turn is {state}" if state else "no turn"
+    turn_text = as_text(turn)
     if step is None:
-        return f"turn {turn} is {state} with no step" if state else f"turn {turn} and no step"
-    return f"turn {turn}/step {step} is {state}" if state else f"turn {turn}/step {step}"
+        return f"turn {turn_text} is {state} with no step" if state else f"turn {turn_text} and no step"
+    return f"turn {turn_text}/step {as_text(step)} is {state}" if state else f"turn {turn_text}/step {as_text(step)}"
 
 
 def replay(events: Any, trace: Trace | None = None) -> Trace:

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, Json
+from sessionspec.preview import shown
 from sessionspec.rules import define
 
 scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - untyped in typeshed
@@ -79,7 +80,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
         # .6 Readers disagree on which of two values for one key wins.
-        _refuse(DUPLICATE_KEY, f"object key {duplicate!r} appears more than once")
+        _refuse(DUPLICATE_KEY, f"object key {shown(duplicate)} appears more than once")
     return out
 
 
@@ -164,7 +165,7 @@ def _parse_stack(text: str) -> Json:
             if isinstance(parent, dict):
                 assert key is not None
                 if key in parent:
-                    _refuse(DUPLICATE_KEY, f"object key {key!r} appears more than once")
+                    _refuse(DUPLICATE_KEY, f"object key {shown(key)} appears more than once")
                 parent[key] = value
             else:
                 parent.append(value)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, NoReturn, TypeAlias
 
 from sessionspec.errors import SpecViolation
+from sessionspec.preview import INT_BITS, clipped, shown
 from sessionspec.rules import kind_of
 
 Json: TypeAlias = Any
@@ -125,13 +126,25 @@ _list_append = list.append
 _CONTAINERS = (dict, FrozenDict, list, FrozenList)
 
 
+PATH_ENDS = 8
+"""A path in a message keeps this many steps at each end: the value may be 100,000 levels deep."""
+
+
 def _path(frames: list[tuple[Any, ...]], key: object) -> str:
-    parts = ["$"]
-    for frame in frames[1:]:
-        frame_key = frame[3]
-        parts.append(f"[{frame_key}]" if isinstance(frame_key, int) else f".{frame_key}")
-    parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    return "".join(parts)
+    """Where the bad value is (`$.message.content[3]`): bounded, as a message must be, with the levels of a deep path
+    between its two ends counted and each key cut (a key, too, can be a 64 MiB string)."""
+    depth = len(frames)  # the steps: one a frame below the root, and `key`
+    if depth <= 2 * PATH_ENDS:
+        steps = [_step(frame[3]) for frame in frames[1:]]
+    else:
+        skipped = depth - 2 * PATH_ENDS
+        steps = [*(_step(frame[3]) for frame in frames[1:PATH_ENDS + 1]), f"...({skipped} levels)...",
+                 *(_step(frame[3]) for frame in frames[depth - PATH_ENDS + 1:])]
+    return "".join(["$", *steps, _step(key)])
+
+
+def _step(key: object) -> str:
+    return f"[{key}]" if isinstance(key, int) else f".{clipped(str(key), 40)}"
 
 
 def _reject(rule: str, what: str, where: str) -> NoReturn:
@@ -159,7 +172,8 @@ def _check_scalar(value: object, where: str) -> None:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
             return
         # .2 Integers beyond 2**53-1 are read differently by JavaScript readers.
-        _reject("SESSION-LOSSLESS-JSON.2", f"integer {value} is outside +-(2**53-1)", where)
+        number = f"integer {value}" if value.bit_length() <= INT_BITS else shown(value)  # type: ignore[attr-defined]
+        _reject("SESSION-LOSSLESS-JSON.2", f"{number} is outside +-(2**53-1)", where)
     if kind is float:
         # .3 NaN and the infinities have no JSON text.
         if not math.isfinite(value):  # type: ignore[arg-type]
@@ -199,7 +213,7 @@ def snapshot(value: object, *, frozen: bool = True) -> Json:
         for key, child in items:
             if is_dict_out and type(key) is not str:
                 # .5 JSON object keys are strings; other keys would be coerced or dropped.
-                _reject("SESSION-LOSSLESS-JSON.5", f"object key {key!r} is not a string", _path(frames, "<key>"))
+                _reject("SESSION-LOSSLESS-JSON.5", f"object key {shown(key)} is not a string", _path(frames, "<key>"))
             child_kind = type(child)
             if child_kind in _CONTAINERS:
                 if id(child) in on_path:

@@ -16,6 +16,7 @@ from typing import Any
 from sessionspec.envelope import APPEND, Event, Replace
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import Json, is_nonempty_str, is_safe_int, snapshot, thaw
+from sessionspec.preview import shown
 from sessionspec.rules import check, define
 
 TURN_START = define("SESSION-LEGACY-UPGRADE.1", Kind.ENVELOPE,
@@ -123,7 +124,7 @@ def upgrade(event: Event, session_id: str, message_ids: Mapping[int, str]) -> tu
         if reason is None:
             return None
         rule, new_data = TURN_END, {**thaw(data), "reason": reason}
-        summary = f"turn/end reason {data['reason'].get('kind')!r} upgraded"
+        summary = f"turn/end reason {shown(data['reason'].get('kind'))} upgraded"
     elif event.type == "steering/message":
         # .3 Steering became an ordinary user message.
         if set(data) == {"turn", "message"} and isinstance(data["message"], dict):

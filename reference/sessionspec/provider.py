@@ -16,6 +16,7 @@ from sessionspec.catalog import ASSISTANT_MESSAGE, TOOL_RESULT
 from sessionspec.envelope import Event
 from sessionspec.errors import Kind
 from sessionspec.jsonvalue import Json
+from sessionspec.preview import as_text
 from sessionspec.rules import define
 from sessionspec.surface import fold
 
@@ -75,7 +76,7 @@ def provider_findings(messages: Sequence[Json], events: Sequence[Event] | None =
             run_end = position
             while run_end < len(messages) and result_call_id(messages[run_end]) is not None:
                 findings.append(Finding(RESULT_HAS_CALL, run_end,
-                                        f"tool result for {result_call_id(messages[run_end])} follows no tool call"))
+                                        f"tool result for {as_text(result_call_id(messages[run_end]))} follows no tool call"))
                 run_end += 1
             position = run_end
             continue
@@ -84,13 +85,13 @@ def provider_findings(messages: Sequence[Json], events: Sequence[Event] | None =
         for call_id in calls:
             if call_id not in answered:
                 findings.append(Finding(CALL_ANSWERED, position,
-                                        f"tool call {call_id} has no result right after its assistant message"))
+                                        f"tool call {as_text(call_id)} has no result right after its assistant message"))
         # .2 Each result in the run answers one of these calls.
         for index in range(position + 1, run_end):
             call_id = result_call_id(messages[index])
             if call_id not in calls:
                 findings.append(Finding(RESULT_HAS_CALL, index,
-                                        f"tool result for {call_id} answers no call of the message before it"))
+                                        f"tool result for {as_text(call_id)} answers no call of the message before it"))
         position = run_end
     if events is not None:
         findings.extend(split_pairs(events))
@@ -125,7 +126,7 @@ def split_pairs(events: Sequence[Event]) -> list[Finding]:
             # .3 Hiding the call but not its result (or the reverse) leaves the provider half a pair.
             if call_hidden != result_hidden and call_id not in carried:
                 findings.append(Finding(RANGE_KEEPS_PAIRS, event.seq,
-                                        f"replacement at seq {event.seq} splits tool call {call_id} from its result",
+                                        f"replacement at seq {event.seq} splits tool call {as_text(call_id)} from its result",
                                         at="seq"))
         first = nodes.index(replacement.shadowed_seqs[0])
         nodes[first : first + len(shadowed)] = [event.seq]

@@ -110,11 +110,17 @@ def plan_replace(nodes: Sequence[int], log: Sequence[Event], event: Event, op: R
     # SESSION-SURFACE-PROVENANCE.6: the replacement names every node it shadows, or replay cannot check it.
     missing = [node for node in shadowed if node not in sources]
     check(not missing, "SESSION-SURFACE-PROVENANCE.6",
-          f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing))}",
+          f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {_seqs(missing)}",
           seq=seq, index=index)
     if event.type == TOOL_RESULT:
         check_tool_result_rewrite(log, event, shadowed, index=index)
     return ReplacePlan(seq, first, last, shadowed)
+
+
+def _seqs(seqs: Sequence[int], shown: int = 20) -> str:
+    """Seqs for a message, the first `shown` of them: a replacement may shadow a whole long surface."""
+    more = f", ... ({len(seqs)} in all)" if len(seqs) > shown else ""
+    return ", ".join(map(str, seqs[:shown])) + more
 
 
 def kept_by_rewrite(data: Json) -> Json:

@@ -24,6 +24,7 @@ from sessionspec.envelope import Event, Replace, check_type, parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import default_header, validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int
+from sessionspec.preview import shown
 from sessionspec.rules import check, fail
 
 Clock = Callable[[], int]
@@ -52,7 +53,7 @@ class ObserverFailure:
 def read_clock(clock: Clock) -> int:
     """SESSION-APPEND-COMMIT.1: time is what the clock says, and it must say a safe integer."""
     now = clock()
-    check(is_safe_int(now), "SESSION-APPEND-COMMIT.1", f"the clock returned {now!r}, not a safe integer")
+    check(is_safe_int(now), "SESSION-APPEND-COMMIT.1", f"the clock returned {shown(now)}, not a safe integer")
     return now
 
 
@@ -63,7 +64,7 @@ def run_validator(validator: Validator, session: object, candidate: Event) -> No
     except SpecViolation as violation:
         raise violation.at(seq=candidate.seq) from None
     except Exception as error:
-        fail("SESSION-APPEND-COMMIT.2", f"append vetoed by a precommit validator: {error!r}", seq=candidate.seq)
+        fail("SESSION-APPEND-COMMIT.2", f"append vetoed by a precommit validator: {shown(error, 1000)}", seq=candidate.seq)
 
 
 class SessionCore(ABC):
@@ -93,7 +94,7 @@ class SessionCore(ABC):
         clock = clock or wall_clock
         # SESSION-FORMAT-HEADER.3: a session is named; the header must name the same session.
         check(type(session_id) is str and session_id != "", "SESSION-FORMAT-HEADER.3",
-              f"session id must be a non-empty string, got {session_id!r}")
+              f"session id must be a non-empty string, got {shown(session_id)}")
         valid_header = default_header(session_id, read_clock(clock)) if header is None else validate_header(header, session_id)
         session = cls(session_id, valid_header, clock, validators, observers)
         if seed is not None:
@@ -182,7 +183,7 @@ class SessionCore(ABC):
                     observer(self, candidate)
                 except Exception as error:
                     # SESSION-APPEND-COMMIT.3: contained and recorded; nothing can undo a commit.
-                    self._observer_failures.append(ObserverFailure(candidate.seq, position, repr(error)))
+                    self._observer_failures.append(ObserverFailure(candidate.seq, position, shown(error, 1000)))
         finally:
             self._busy = False
         return candidate
@@ -195,7 +196,7 @@ class SessionCore(ABC):
         # 3. SESSION-APPEND-COMMIT.5: the marker is the seed boundary; a plugin writing one would reclassify live work.
         check(event_type != END_SEED, "SESSION-APPEND-COMMIT.5", f"{END_SEED} is written only by seeding")
         # 4. SESSION-EVENT-ENVELOPE.6: ignorable is a flag.
-        check(type(ignorable) is bool, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be a bool, got {ignorable!r}")
+        check(type(ignorable) is bool, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be a bool, got {shown(ignorable)}")
         # 5. SESSION-LOSSLESS-JSON: data, then the marker, then the sources, each copied and frozen.
         owned = self._owned(data)
         owned_op = self._owned(surface_op.to_json() if isinstance(surface_op, Replace) else surface_op)

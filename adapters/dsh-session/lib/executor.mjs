@@ -94,15 +94,23 @@ export class Executor {
       refuse("json", RULES.requestObject, "a request is a JSON object with a string op");
     }
     const { op } = request;
+    // SESSION-CONFORMANCE-PROTOCOL.3: a rejected create leaves no session, whatever rejects it (its x- keys and
+    // its own shape included): the appends and snapshots after it are refused, never applied to the old one.
+    if (op === "create") this.session = null;
+    // SESSION-CONFORMANCE-PROTOCOL.6: x-time belongs to x-hooks, which this adapter does not offer.
+    if (own(request, "x-time")) refuse("unsupported", RULES.extension, "extension key \"x-time\" is not offered (no extensions)");
     // SESSION-CONFORMANCE-PROTOCOL.2: an op the adapter does not implement (every x- op included).
     if (!OPS.includes(op)) refuse("unsupported", RULES.unsupportedOp, `unsupported op ${JSON.stringify(op)}`);
+    // SESSION-CONFORMANCE-PROTOCOL.8: an x- key is refused before the op's own shape (an append checks its
+    // session first, as spec/04 orders it).
+    if (op !== "append") this.noExtensions(request);
     return this[op](request);
   }
 
   /**
-   * SESSION-CONFORMANCE-PROTOCOL.6: this adapter offers no extension, so every x- key is refused.
-   * Each op checks it after its own request shape (.3, .4, .5), as the reference executor does, so
-   * a request wrong in both ways gets the same refusal from both.
+   * SESSION-CONFORMANCE-PROTOCOL.6: this adapter offers no extension, so every x- key is refused, in
+   * the reference executor's order: before the shape of every op but append, which checks its
+   * session first.
    */
   noExtensions(request) {
     const extension = Object.keys(request).find((key) => key.startsWith("x-"));
@@ -112,7 +120,6 @@ export class Executor {
   }
 
   hello(request) {
-    this.noExtensions(request);
     return {
       ok: true, implementation: IMPLEMENTATION, version: VERSION, profile: "scp-0", protocol: 0,
       ops: [...OPS], extensions: [], limitations: [...LIMITATIONS],
@@ -126,9 +133,6 @@ export class Executor {
     if (!own(request, "id") || !own(request, "seed") || !own(request, "header")) {
       refuse("envelope", RULES.createShape, "create carries id, seed and header (null when absent)");
     }
-    this.noExtensions(request);
-    // A rejected create leaves no session: the appends after it are refused, never applied to the old one.
-    this.session = null;
     let session;
     try {
       session = Session.create(request.id, request.seed ?? undefined, request.header ?? undefined);
@@ -172,7 +176,6 @@ export class Executor {
 
   snapshot(request) {
     const session = this.current();
-    this.noExtensions(request);
     let view = "events";
     try {
       const events = session.events;
@@ -202,7 +205,6 @@ export class Executor {
     const extra = Object.keys(request).filter((key) => key !== "op" && key !== "events" && !key.startsWith("x-"));
     if (extra.length > 0) refuse("envelope", RULES.eventList, `${request.op} has unknown keys ${JSON.stringify(extra.sort())}`);
     if (!Array.isArray(request.events)) refuse("envelope", RULES.eventList, `${request.op} carries events, a list`);
-    this.noExtensions(request);
     return request.events;
   }
 

@@ -58,6 +58,21 @@ test(".3: append and snapshot need a successful create; a rejected create leaves
   assert.deepEqual(refusal(answers[6]), { ok: false, kind: "unsupported", rule: P(3) });
 });
 
+test(".3: a create refused for its own shape leaves no session either (the old one is not kept)", async () => {
+  const { answers } = await exchange([
+    CREATE,
+    { op: "append", type: "turn/start", data: { turn: 1 } },
+    { op: "create", id: "s1", seed: null },
+    { op: "snapshot" },
+    { op: "create", id: "s1", seed: null, header: null, extra: 1 },
+    { op: "append", type: "plugin/note", data: {} },
+  ]);
+  assert.deepEqual(refusal(answers[2]), { ok: false, kind: "envelope", rule: P(4) });
+  assert.deepEqual(refusal(answers[3]), { ok: false, kind: "unsupported", rule: P(3) });
+  assert.deepEqual(refusal(answers[4]), { ok: false, kind: "envelope", rule: P(4) });
+  assert.deepEqual(refusal(answers[5]), { ok: false, kind: "unsupported", rule: P(3) });
+});
+
 test(".4: create carries exactly id, seed and header", async () => {
   const { answers } = await exchange([
     { op: "create", id: "s1", seed: null },
@@ -92,14 +107,35 @@ test(".6: no extension is offered, so every x- key is refused as unsupported, ne
     { op: "snapshot", "x-messages": false },
     { op: "hello", "x-anything": true },
     { op: "fold", events: [], "x-time": 1 },
+    { op: "snapshot" },
     { op: "create", id: "s2", seed: null, header: null, "x-clock": "reentrant" },
     { op: "snapshot" },
   ]);
   assert.equal(answers[0].ok, true);
-  for (const answer of answers.slice(1, 8)) assert.deepEqual(refusal(answer), { ok: false, kind: "unsupported", rule: P(6) });
+  for (const answer of [...answers.slice(1, 7), answers[8]]) {
+    assert.deepEqual(refusal(answer), { ok: false, kind: "unsupported", rule: P(6) });
+  }
   // None of them reached the session: the log is empty.
-  assert.deepEqual(answers[8].events, []);
-  assert.equal(answers[8].header.id, "s1");
+  assert.deepEqual(answers[7].events, []);
+  assert.equal(answers[7].header.id, "s1");
+  // A refused create leaves no session (.3), whatever refused it.
+  assert.deepEqual(refusal(answers[9]), { ok: false, kind: "unsupported", rule: P(3) });
+});
+
+test(".8: an x- key is refused before the request's shape, and before a missing session, as the reference orders it", async () => {
+  const { answers } = await exchange([
+    { op: "repair", "x-extra": 1 },
+    { op: "fold", events: null, "x-extra": 1 },
+    { op: "snapshot", "x-extra": 1 },
+    { op: "create", id: "s1", "x-extra": 1 },
+    { op: "append", type: "plugin/note", data: {}, "x-time": 5 },
+    { op: "append", type: "plugin/note", data: {}, "x-extra": 1 },
+  ]);
+  for (const answer of answers.slice(0, 5)) {
+    assert.deepEqual(refusal(answer), { ok: false, kind: "unsupported", rule: P(6) });
+  }
+  // An append names its missing session first (spec/04's order), then its x- keys.
+  assert.deepEqual(refusal(answers[5]), { ok: false, kind: "unsupported", rule: P(3) });
 });
 
 test(".7: a 65 MiB line is answered once with a json error, and the next line as usual", async () => {

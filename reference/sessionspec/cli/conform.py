@@ -69,8 +69,7 @@ def _options(args: argparse.Namespace, command: list[str], entries: list[failure
         raise ValueError("--seconds, --deadline and --timeout must be positive")
     return runner.Options(command, examples=None if args.profile else args.examples, seconds=args.seconds,
                           profile=args.profile, timeout=args.timeout, deadline=args.deadline,
-                          vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces,
-                          known=failures.known(entries))
+                          vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces)
 
 
 def run(args: argparse.Namespace) -> int:

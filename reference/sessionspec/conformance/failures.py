@@ -2,8 +2,9 @@
 
 One entry a line: a vector id, or a machine family's key (`append:SESSION-LOSSLESS-JSON.2`; a bare
 rule ID matches every op), each optionally followed by what the testee answers (`accepted`, its
-kind, or `differs:FIELDS`); `#` starts a comment. A listed family is known from the start of the
-run, so the machine's search looks past it for new ones. A listed case that does not diverge, or
+kind, or `differs:FIELDS`); `#` starts a comment. The list judges what a run found and never
+changes what it searches or how it names a family, so a run with the list finds what the run it
+was written from found. A listed case that does not diverge, or
 diverges with another answer, fails the run, so the list shrinks as the implementation is fixed
 and never hides a new bug (the protobuf conformance runner's rule).
 """
@@ -15,8 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sessionspec.levels import ground_of
+from sessionspec.levels import LOG_OPS, ground_of
 from sessionspec.rules import RULES
+from sessionspec.wire.breaching import SPELLING
 from sessionspec.wire.divergence import Divergence
 
 _RULE_ID = re.compile(r"^SESSION-[A-Z-]+\.\d+$")
@@ -48,11 +50,6 @@ def parse(text: str) -> list[Entry]:
 def key_of(divergence: Divergence) -> str:
     """Vectors are listed by id; machine divergences by their family's key (they have no stable id)."""
     return divergence.id if divergence.source == "vector" else divergence.key
-
-
-def known(entries: Iterable[Entry]) -> frozenset[str]:
-    """The machine families a list names in full (key and answer): the search treats them as found."""
-    return frozenset(entry.text() for entry in entries if entry.kind is not None and ":" in entry.key)
 
 
 @dataclass
@@ -109,10 +106,14 @@ def rewrite(path: Path, divergences: Iterable[Divergence]) -> None:
     to say why the implementation answers so, and a rerun must not lose that."""
     kept = _comments(path)
     groups: dict[tuple[str, str], dict[str, str]] = {}
+    reasons: dict[tuple[str, str], list[str]] = {}
     for d in divergences:
         entry = f"{key_of(d)} {d.answered}"
-        notes = groups.setdefault((d.level, _rule_of(d)), {})
-        notes.setdefault(entry, kept.get(entry) or _note(d))
+        group = (d.level, _rule_of(d))
+        groups.setdefault(group, {}).setdefault(entry, kept.get(entry) or _note(d))
+        why = _why_at_level(d, group[1])
+        if why is not None and why not in reasons.setdefault(group, []):
+            reasons[group].append(why)
     lines = ["# Known conformance divergences (sessionspec conform --failures FILE --fix writes this; edit the comments).",
              "# One entry a line: a vector id or a family (OP:RULE), then what the testee answers; # starts a comment."]
     for level, title in (("required", "deviations from what the seeds state"), ("recommended", "rules this spec added")):
@@ -120,7 +121,7 @@ def rewrite(path: Path, divergences: Iterable[Divergence]) -> None:
         if rules:
             lines += ["", f"# === {level}: {title}"]
         for rule in rules:
-            lines += ["", *_heading(rule, level)]
+            lines += ["", _title(rule), *(f"#   {level} because {_cut(why, 220)}" for why in reasons.get((level, rule), []))]
             lines += [f"{entry}  # {note}" for entry, note in sorted(groups[(level, rule)].items())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -130,20 +131,33 @@ def _rule_of(d: Divergence) -> str:
     return d.named or d.rule or (d.id.split("-reject")[0].split("-accept")[0] if d.source == "vector" else "") or "?"
 
 
-def _heading(rule_id: str, level: str) -> list[str]:
+def _title(rule_id: str) -> str:
     rule = RULES.get(rule_id)
+    return f"# {rule_id}: {rule.summary}" if rule is not None else f"# {rule_id}"
+
+
+def _why_at_level(d: Divergence, rule_id: str) -> str | None:
+    """Why `d` is at its level, under the rule it is listed under: the rule's own ground when that is the level it
+    states; else the one reason the oracle lowers a rule's level for (an integer spelled as a float, a log given
+    whole to fold or repair). None for a rule without a ground (a protocol family named `?`)."""
     try:
         ground = ground_of(rule_id)
     except KeyError:
-        return [f"# {rule_id}"]
-    summary = f": {rule.summary}" if rule is not None else ""
-    why = ground.why if level == ground.level.value or ground.on_append is not None else _LOG_GIVEN
-    return [f"# {rule_id}{summary}", f"#   {level} because {_cut(why, 220)}"]
+        return None
+    if d.level == ground.at(d.op).value:
+        return ground.why
+    if any(breach.rule == SPELLING for breach in d.breaches):
+        return _SPELLED
+    if d.op in LOG_OPS:
+        return _LOG_GIVEN
+    return ground.why
 
 
 _LOG_GIVEN = ("it is broken in a log given whole to fold or repair, which the protocol reads as seed entries (its "
               "decision); the upstream's foldSurface and interruptedTurnClosers check none of it but the surface "
               "transitions (sessionspec.levels.LOG_OPS)")
+_SPELLED = ("it is broken only because an integer is spelled as a float (1.0), which a JavaScript reader cannot tell "
+            "from the integer (SESSION-LOSSLESS-JSON.8)")
 
 
 def _note(d: Divergence) -> str:

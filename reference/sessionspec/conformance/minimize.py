@@ -122,8 +122,14 @@ def cut(exchange: Exchange, divergence: Divergence, deadline: float | None = Non
 
 
 def _starts(trace: list[Any]) -> bool:
-    """Whether `trace` begins with a create: a replay must not lean on a session the testee kept from before."""
-    return bool(trace) and op_of(trace[0]) == "create"
+    """Whether `trace` begins with a create the reference accepts: a replay must not lean on a session the testee
+    kept from before. A create the reference refuses leaves a conformant testee with no session, but a testee that
+    keeps its old one after a refused create (a fault of its own) would make such a trace diverge only in the
+    process the minimizer used, and its reproduction line would show nothing."""
+    if not trace or op_of(trace[0]) != "create":
+        return False
+    line = encodable(trace[0])
+    return line is not None and reference_answer(ReferenceExecutor(), line).get("ok") is True
 
 
 # --- values inside the diverging request ------------------------------------------------------

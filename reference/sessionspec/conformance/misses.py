@@ -6,6 +6,7 @@ shape, the envelope's and the surface marker's, and values only `x-append` can c
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sessionspec.conformance.cases import NOTE, TURN, Case, Request, Step, append, create
@@ -47,13 +48,24 @@ def _message_misses() -> list[Miss]:
             ("7", "block-not-an-object", with_change(r, block, "output")),
             ("7", "block-of-another-type", with_change(r, (*block, "type"), "text")),
             ("7", "block-content-missing", with_change(r, (*block, "content"), REMOVED)),
-            ("8", "tool-call-id-missing", with_change(r, (*block, "toolCallId"), REMOVED))]
+            ("8", "tool-call-id-missing", with_change(r, (*block, "toolCallId"), REMOVED)),
+            # Equal ids that are not strings: the comparison of the two holds, the type check must refuse them.
+            ("6", "call-ids-both-the-number-5", with_change(with_change(r, (*m, "source", "callId"), 5), (*block, "toolCallId"), 5)),
+            ("6", "call-ids-one-and-true", with_change(with_change(r, (*m, "source", "callId"), 1), (*block, "toolCallId"), True))]
+    # Several fields of another shape at once: each message is whole, but nested (or not) as another type's is.
+    swapped = [("user/message", "1", "user-nested-as-the-others-are", {"turn": 1, "step": 1, "message": u}),
+               ("user/message", "1", "user-shaped-as-an-assistant-message", a),
+               ("assistant/message", "9", "assistant-flat", a["message"]),
+               ("assistant/message", "2", "assistant-holding-a-tool-result", r),
+               ("tool/result", "9", "tool-flat", r["message"]),
+               ("tool/result", "2", "tool-holding-an-assistant-message", a)]
     return [*((f"SESSION-MESSAGE-SHAPE.{n}", f"user-{why}", fresh, append("user/message", data, "append"))
               for n, why, data in user),
             *((f"SESSION-MESSAGE-SHAPE.{n}", f"assistant-{why}", fresh, append("assistant/message", data, "append"))
               for n, why, data in assistant),
             *((f"SESSION-MESSAGE-SHAPE.{n}", f"tool-{why}", fresh, append("tool/result", data, "append"))
-              for n, why, data in tool)]
+              for n, why, data in tool),
+            *((f"SESSION-MESSAGE-SHAPE.{n}", why, fresh, append(kind, data, "append")) for kind, n, why, data in swapped)]
 
 
 def _envelope_misses() -> list[Miss]:
@@ -86,6 +98,17 @@ def _envelope_misses() -> list[Miss]:
          append("user/message", u2, {"op": "replace", "start": -1, "end": 1}, [1])),
         ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-negative-end", TURN,
          append("user/message", u2, {"op": "replace", "start": 1, "end": -1}, [1])),
+        # Endpoints equal to a node's seq but not ints: a fast form that checks only the range takes them.
+        ("SESSION-SURFACE-PROJECTION.4", "replace-from-a-float-start", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1.0, "end": 3}, [1, 3])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-from-a-true-start", TURN,
+         append("user/message", u2, {"op": "replace", "start": True, "end": 3}, [1, 3])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-float-end", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1, "end": 3.0}, [1, 3])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-to-a-false-end", (create(), append("user/message", u, "append")),
+         append("user/message", u2, {"op": "replace", "start": 0, "end": False}, [0])),
+        ("SESSION-SURFACE-PROJECTION.4", "replace-without-an-end", TURN,
+         append("user/message", u2, {"op": "replace", "start": 1}, [1])),
         ("SESSION-SURFACE-PROVENANCE.1", "null", TURN,
          {"op": "append", "type": "user/message", "data": u2, "surfaceOp": "append", "sourceEventSeqs": None}),
         ("SESSION-SURFACE-PROVENANCE.1", "an-object", TURN, append("user/message", u2, "append", {"0": 1})),
@@ -104,6 +127,12 @@ def _envelope_misses() -> list[Miss]:
         ("SESSION-SURFACE-PROVENANCE.5", "far-future-first", TURN, append("user/message", u2, "append", [100, 0])),
         ("SESSION-SURFACE-PROVENANCE.5", "far-future-last-of-three", TURN, append("user/message", u2, "append", [0, 1, 100])),
         ("SESSION-SURFACE-PROVENANCE.5", "the-new-seq", fresh, append("assistant/message", assistant_message(), "append", [0])),
+        # Out of order and ending at the new seq: neither ascending nor far in the future.
+        ("SESSION-SURFACE-PROVENANCE.5", "unordered-to-the-new-seq", (create(), append("turn/start", {"turn": 1})),
+         append("user/message", u2, "append", [1, 0])),
+        ("SESSION-SURFACE-PROVENANCE.5", "descending-from-the-new-seq", TURN, append("user/message", u2, "append", [7, 3, 1])),
+        ("SESSION-SURFACE-PROVENANCE.3", "a-float-last-of-a-run", TURN, append("user/message", u2, "append", [2, 3.0])),
+        ("SESSION-SURFACE-PROVENANCE.3", "a-bool-after-a-seq", TURN, append("user/message", u2, "append", [3, True])),
     ]
 
 
@@ -123,6 +152,61 @@ def _surface_misses() -> list[Miss]:
          append("tool/result", tool_result("c1", ""), replace_op(5, 7), [5, 7])),
         ("SESSION-SURFACE-TOOL-RESULT.2", "a-user-message-holding-a-result", holds_a_result,
          append("tool/result", both, replace_op(1, 1), [1])),
+        ("SESSION-SURFACE-TOOL-RESULT.3", "lone-surrogates-on-both-sides", LONE_RESULT,
+         append("tool/result", tool_result("c1", "", message_id="r\udfff"), replace_op(0, 0), [0])),
+        ("SESSION-SURFACE-TOOL-RESULT.3", "a-lone-surrogate-dropped", LONE_RESULT,
+         append("tool/result", tool_result("c1", "", message_id="r"), replace_op(0, 0), [0])),
+    ]
+
+
+LONE_RESULT: tuple[Step, ...] = (create(), append("tool/result", tool_result("c1", "output", message_id="r\ud800"), "append"))
+"""A tool result whose message id is a lone surrogate: what a rewrite keeps has no canonical bytes (orjson refuses it)."""
+
+
+def nested(depth: int, shape: str = "object") -> str:
+    """The JSON text of a value nested `depth` levels of objects or arrays around `1` (no recursion)."""
+    return ('{"a":' * depth + "1" + "}" * depth) if shape == "object" else "[" * depth + "1" + "]" * depth
+
+
+def _deep_misses() -> list[Miss]:
+    """Values nested past the fast walk's recursion (about 1,000 levels) and the line reader's orjson limit (1,024),
+    as raw lines, refused after the lossless copy: by their own rule, never `internal` (the store's walk must hand
+    them to the iterative copy; a refusal's message must not recurse into them)."""
+    fresh: tuple[Step, ...] = (create(),)
+    head = '{"op":"append","type":"user/message","data":'
+    return [
+        ("SESSION-SURFACE-PROJECTION.3", "data-nested-past-the-recursion-limit", fresh, head + nested(2_000) + "}"),
+        ("SESSION-SURFACE-PROJECTION.3", "data-nested-past-the-line-readers-limit", fresh,
+         head + nested(1_025, "array") + "}"),
+        ("SESSION-EVENT-ENVELOPE.6", "ignorable-nested-past-the-recursion-limit", fresh,
+         '{"op":"append","type":"plugin/note","data":{},"ignorable":' + nested(1_500, "array") + "}"),
+    ]
+
+
+def _accepting() -> list[Miss]:
+    """The other side of the special cases above: what a store's fast form must still accept, and log as sent.
+
+    Every kind of top-level scalar (the lossless copy returns them without a walk), values nested past the walk's
+    hand-over depth (64), provenance out of order below the new seq, a user message with a tool's source, and a
+    rewrite that keeps a lone surrogate where the result had it.
+    """
+    fresh: tuple[Step, ...] = (create(),)
+    scalars = (0.5, -2.25, 1.0, 1e308, 5e-324, 0.0, 0, -1, 9007199254740991, -9007199254740991, "", "\ud800", True,
+               False, None)
+    deep = [json.loads(nested(depth, shape)) for depth, shape in ((65, "object"), (66, "array"), (67, "object"))]
+    u2 = user_message("u2", "hello")
+    return [
+        ("SESSION-LOSSLESS-JSON.3", "top-level-scalars", (create(), *(append(NOTE, v) for v in scalars[:-1])),
+         append(NOTE, scalars[-1])),
+        ("SESSION-LOSSLESS-JSON.7", "nested-past-the-fast-walk", (create(), *(append(NOTE, v) for v in deep[:-1])),
+         append(NOTE, deep[-1])),
+        ("SESSION-SURFACE-PROVENANCE.5", "unordered-below-the-new-seq", TURN, append("user/message", u2, "append", [6, 0, 3])),
+        ("SESSION-SURFACE-PROVENANCE.5", "descending-run-below-the-new-seq", TURN,
+         append("user/message", u2, "append", [6, 5, 4])),
+        ("SESSION-MESSAGE-SHAPE.3", "user-message-with-a-tool-source", fresh,
+         append("user/message", tool_result("c1", "output")["message"], "append")),
+        ("SESSION-SURFACE-TOOL-RESULT.3", "lone-surrogates-kept-on-both-sides", LONE_RESULT,
+         append("tool/result", tool_result("c1", "[pruned]", message_id="r\ud800"), replace_op(0, 0), [0])),
     ]
 
 
@@ -148,11 +232,17 @@ def _value_misses() -> list[Miss]:
         ("SESSION-LOSSLESS-JSON.3", "nan", fresh, x_append(NOTE, {"x": [{"$float": "nan"}]})),
         ("SESSION-LOSSLESS-JSON.4", "negative-zero", fresh, x_append(NOTE, {"$float": "-0.0"})),
         ("SESSION-LOSSLESS-JSON.5", "an-int-key", fresh, x_append(NOTE, {"$pairs": [[1, "v"]]})),
+        ("SESSION-LOSSLESS-JSON.1", "a-tuple-in-an-object", fresh, x_append(NOTE, {"x": {"$tuple": [1]}})),
+        ("SESSION-LOSSLESS-JSON.1", "bytes-in-a-list", fresh, x_append(NOTE, [1, {"$bytes": "00"}])),
+        ("SESSION-LOSSLESS-JSON.4", "negative-zero-in-a-list", fresh, x_append(NOTE, [0.5, {"$float": "-0.0"}])),
     ]
 
 
 def misses() -> list[Case]:
     labelled = [*((miss, "near miss") for miss in (*_message_misses(), *_envelope_misses(), *_surface_misses())),
-                *((miss, "through x-append") for miss in _value_misses())]
-    return [Case(f"{rule}-reject-{why}", (rule,), (*setup, bad), True, f"{label}: {why.replace('-', ' ')}")
-            for (rule, why, setup, bad), label in labelled]
+                *((miss, "through x-append") for miss in _value_misses()),
+                *((miss, "nested deep") for miss in _deep_misses())]
+    return [*(Case(f"{rule}-reject-{why}", (rule,), (*setup, bad), True, f"{label}: {why.replace('-', ' ')}")
+              for (rule, why, setup, bad), label in labelled),
+            *(Case(f"{rule}-accept-{why}", (rule,), (*setup, good), False, f"the other side: {why.replace('-', ' ')}")
+              for rule, why, setup, good in _accepting())]

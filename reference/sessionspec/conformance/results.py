@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sessionspec.preview import shown
+
 FORMAT: Final = "sessionspec-conformance-results/1"
 BEGIN: Final = "<!-- conformance results: begin (sessionspec results writes this table; do not edit) -->"
 END: Final = "<!-- conformance results: end -->"
@@ -64,8 +66,8 @@ class Row:
             return cls(str(data["implementation"]), str(data["version"]), _pair(data["required"]),
                        _pair(data["recommended"]), _pair(data["families"]), int(data["listed"]),
                        float(data["seconds"]), tuple(str(word) for word in data["command"]))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ResultsError(f"a row of the results file is not a row: {error!r}") from None
+        except (KeyError, TypeError, ValueError, RecursionError) as error:  # float(10 MiB of text) quotes all of it
+            raise ResultsError(f"a row of the results file is not a row: {shown(error)}") from None
 
 
 def _pair(value: Any) -> tuple[int, int]:

@@ -58,8 +58,6 @@ class Options:
     traces_dir: Path | None = None
     """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
-    known: frozenset[str] = frozenset()
-    """Machine families the failure list names: known from the start, so the search looks past them."""
 
 
 @dataclass
@@ -236,7 +234,7 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
     started = time.perf_counter()
     with collector_for_a_search():
         found = search(exchange, result.testee, examples=options.examples, profile=options.profile,
-                       known=options.known, deadline=budget, progress=progress)
+                       deadline=budget, progress=progress)
     result.machine_seconds = time.perf_counter() - started
     result.examples, result.searched = found.examples, found.stopped is None
     result.divergences.extend(found.found)

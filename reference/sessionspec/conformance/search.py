@@ -1,10 +1,10 @@
-"""The machine's search: pass after pass of the testee machine, each new family minimized, recorded, then known.
+"""The machine's search: pass after pass of the testee machine, the first divergence of each family collected.
 
 One run of the stateful machine (`sessionspec.testing.testee_machine`) against the testee and the
-reference, `--examples` long: the first divergence of each family not known yet is collected (the
-example then goes on quietly, as after a known family, and the next examples look for more), so
-the search never fails a Hypothesis example and spends its whole budget looking. Afterwards each
-collected family is minimized (`conformance.minimize`: cut, shrunk inside its request, named after
+reference, `--examples` long: the first divergence of each family is collected (the example then
+goes on quietly, and the next examples look for more), so the search never fails a Hypothesis
+example and spends its whole budget looking. A failure list changes nothing here (it changes the
+verdict on what is found, never what is found). Afterwards each collected family is minimized (`conformance.minimize`: cut, shrunk inside its request, named after
 its root cause). Hypothesis's shrinking is off: generation is derandomized and the minimizer works
 by counts, so a run is reproducible, and the minimizer's cuts are what shortens a trace anyway.
 
@@ -118,14 +118,12 @@ def _round(machine: type[Any], chosen: settings, number: int) -> None:
     seed(number)(test)()
 
 
-def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile: str | None, known: frozenset[str],
-           deadline: float | None, progress: Callable[[str, int, int], None] | None = None) -> Search:
+def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile: str | None, deadline: float | None, progress: Callable[[str, int, int], None] | None = None) -> Search:
     """Every divergence family the machine finds before `deadline`, each minimized and followed."""
     extensions = testee.get("extensions")
     listed = extensions if isinstance(extensions, list) else []
     machine = testee_machine(exchange, hooks=HOOKS in listed, inprocess=INPROCESS in listed, deadline=deadline)
     result = Search()
-    exchange.known = lambda divergence: divergence.family in known
     exchange.collecting, exchange.collected = True, []
     budget = settings(machine_settings(examples, profile)).max_examples
     rounds = max(1, -(-budget // ROUND))
@@ -144,15 +142,18 @@ def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile:
     finally:
         result.examples = machine.examples
         exchange.collecting = False
-    result.found = _minimized(exchange, exchange.collected[:MAX_FAMILIES], known, deadline, progress)
-    result.found.extend(d for family, d in exchange.met.items() if family in known)
+    result.found = _minimized(exchange, exchange.collected[:MAX_FAMILIES], deadline, progress)
     return result
 
 
-def _minimized(exchange: Exchange, collected: list[Divergence], known: frozenset[str], deadline: float | None,
+def _minimized(exchange: Exchange, collected: list[Divergence], deadline: float | None,
                progress: Callable[[str, int, int], None] | None) -> list[Divergence]:
-    """Each new family minimized to its root cause, once: two found apart that minimize to one family are one."""
-    families = set(known)
+    """Each family found minimized to its root cause, once: two found apart that minimize to one family are one.
+
+    Listed families are minimized too: a divergence is met under the name of the first rule the reference checks
+    and minimizes to its root cause's, so a run that skipped the listed ones would name (and find) other families
+    than the run the list was written from, and judge its entries stale."""
+    families: set[str] = set()
     out: list[Divergence] = []
     for number, found in enumerate(collected):
         if progress is not None:

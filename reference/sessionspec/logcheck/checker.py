@@ -45,6 +45,7 @@ from sessionspec.legacy import LegacyUpgrade, message_id_of, upgrade
 from sessionspec.live.fastpath import replace_holds
 from sessionspec.logcheck.reader import StoredLine
 from sessionspec.logcheck.survey import Run, survey
+from sessionspec.preview import as_text, shown
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
 from sessionspec.rules import check
 from sessionspec.shapes import check_content
@@ -283,7 +284,7 @@ class Checker:
             check_content(event)
             # The load gate: an unknown type is interpretable only if its writer marked it ignorable.
             check(event.ignorable or event.type in self.known, UNKNOWN_EVENT,
-                  f"event type {event.type!r} is unknown to catalog {self.catalog.name} and not marked ignorable",
+                  f"event type {shown(event.type)} is unknown to catalog {self.catalog.name} and not marked ignorable",
                   seq=event.seq)
             step = plan(self.nodes, self._view, event)
         except SpecViolation as violation:
@@ -345,7 +346,7 @@ class Checker:
             result_seqs = results.get(call_id)
             if result_seqs and (call_seq in hidden) != any(s in hidden for s in result_seqs) and call_id not in carried:
                 self.report(line, event.seq, RANGE_KEEPS_PAIRS,
-                            f"replacement at seq {event.seq} splits tool call {call_id} from its result")
+                            f"replacement at seq {event.seq} splits tool call {as_text(call_id)} from its result")
 
     def finish(self) -> list[Finding]:
         """End of the log: with `strict`, the provider findings on the messages the model would see next."""

@@ -16,6 +16,7 @@ from typing import Any, Final
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsontext import dumps
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int, is_safe_int
+from sessionspec.preview import shown
 from sessionspec.rules import define
 
 ROW_SHAPE = define("SESSION-CHUNK-ROWS.1", Kind.ENVELOPE, "a packed row has exactly the envelope and payload keys of its tag")
@@ -128,7 +129,7 @@ def check_storable(record: Json) -> None:
     """SESSION-CHUNK-ROWS.7: a verbatim event under a row tag would be read back as a (malformed) row."""
     if isinstance(record, dict) and is_row_tag(record.get("type")):
         raise SpecViolation(ROW_TAG_RESERVED, Kind.ENVELOPE,
-                            f"event type {record['type']!r} is reserved for packed rows and cannot be stored",
+                            f"event type {shown(record['type'])} is reserved for packed rows and cannot be stored",
                             seq=record.get("seq"))
 
 
@@ -185,19 +186,19 @@ def decode(record: Json, *, sqlite: bool = False) -> list[Json]:
     tag: str = record["type"]
     # .1 The row envelope and payload keys are exactly those of its tag.
     if set(record) != {"type", "seq0", "time0", "data"}:
-        raise _malformed(tag, ROW_SHAPE, f"envelope keys are {sorted(record)}")
+        raise _malformed(tag, ROW_SHAPE, f"envelope keys are {shown(sorted(record))}")
     seq0, time0, data = record["seq0"], record["time0"], record["data"]
     # .2 The first seq and time are safe integers.
     if not is_nonneg_safe_int(seq0):
-        raise _malformed(tag, ROW_RANGE, f"seq0 {seq0!r} is not a non-negative safe integer")
+        raise _malformed(tag, ROW_RANGE, f"seq0 {shown(seq0)} is not a non-negative safe integer")
     if not is_safe_int(time0):
-        raise _malformed(tag, ROW_RANGE, f"time0 {time0!r} is not a safe integer")
+        raise _malformed(tag, ROW_RANGE, f"time0 {shown(time0)} is not a safe integer")
     if not isinstance(data, dict):
         raise _malformed(tag, ROW_SHAPE, "data is not an object")
     keys = set(data)
     expected = {_TEXT_KEYS} if tag != TOOL_ROW else {_TOOL_KEYS, _TOOL_KEYS | {"name"}}
     if keys not in expected:
-        raise _malformed(tag, ROW_SHAPE, f"data keys are {sorted(keys)}")
+        raise _malformed(tag, ROW_SHAPE, f"data keys are {shown(sorted(keys))}")
     # .3 turn, step and index are numbers; a tool call's id and name are strings.
     for field in ("turn", "step", "index"):
         if not _number(data[field]):

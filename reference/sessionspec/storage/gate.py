@@ -22,6 +22,7 @@ from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
 from sessionspec.legacy import LegacyUpgrade, Upgrader
 from sessionspec.live.fasttext import read_line
+from sessionspec.preview import shown
 from sessionspec.repair import closers as repair_closers
 from sessionspec.rules import define
 from sessionspec.storage.chunkrows import decode
@@ -118,11 +119,11 @@ def check_version(version: Json, session_id: Json, path: str, *, line: int | Non
     if version > SUPPORTED_VERSION:
         # .1 Newer: the reader is behind; reading on would misinterpret fields it does not know.
         raise refuse(NEWER, Kind.VERSION, path,
-                     f"session {str(session_id)!r} uses log format v{version}, but this reader reads only "
+                     f"session {shown(str(session_id))} uses log format v{version}, but this reader reads only "
                      f"v{SUPPORTED_VERSION}: the log was written by a newer format, upgrade the reader to open it", line=line)
     # .2 Older: there is no migration chain, so refusing is the only honest answer.
     raise refuse(OLDER, Kind.VERSION, path,
-                 f"session {str(session_id)!r} uses log format v{version}, older than the supported "
+                 f"session {shown(str(session_id))} uses log format v{version}, older than the supported "
                  f"v{SUPPORTED_VERSION}, and this build ships no upgrade path for it", line=line)
 
 
@@ -147,7 +148,7 @@ def header_from_record(raw: Json, path: str, *, jsonl: bool, session_id: str | N
     # SESSION-STORAGE-HEADER.5: a log found under one id must not be opened as another session.
     if session_id is not None and raw["id"] != session_id:
         raise refuse(HEADER_IDENTITY, Kind.HEADER, path,
-                     f"stored session identity mismatch: requested {session_id!r}, header contains {raw['id']!r}", line=line)
+                     f"stored session identity mismatch: requested {shown(session_id)}, header contains {shown(raw['id'])}", line=line)
     fields = {key: value for key, value in raw.items() if key != "type"}
     try:
         return validate_header(fields, raw["id"])
@@ -214,7 +215,7 @@ class Scanner:
             seq = record.get("seq") if isinstance(record, dict) else None
             if type(seq) is not int or seq != self.expected + offset:
                 gap = SpecViolation(SEQ, Kind.SEQ, f"{self.path}: corrupt session log: seq gap in committed region "
-                                    f"at {self.where(line)} (expected {self.expected + offset}, got {seq!r})",
+                                    f"at {self.where(line)} (expected {self.expected + offset}, got {shown(seq)})",
                                     line=None if self.sqlite else line, seq=self.expected + offset)
                 self.pending = (gap, line, self.expected)
                 if has_turn_end(records):
@@ -288,7 +289,7 @@ def check_known(event: Event, catalog: Catalog, session_id: str, path: str, line
     # SESSION-UNKNOWN-EVENT-GATE.1: a word this reader does not know might change what the log means.
     if not catalog.knows(event.type) and not event.ignorable:
         raise refuse(UNKNOWN, Kind.UNKNOWN_EVENT, path,
-                     f"session {session_id!r} contains event type {event.type!r} (seq {event.seq}) unknown to catalog "
+                     f"session {shown(session_id)} contains event type {shown(event.type)} (seq {event.seq}) unknown to catalog "
                      f"{catalog.name!r} and not marked ignorable; refusing to interpret the log — it was likely written "
                      f"by a newer harness", line=line, seq=event.seq)
 

@@ -24,6 +24,7 @@ from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import HEADER_KEYS
 from sessionspec.jsonvalue import MAX_SAFE_INTEGER, FrozenDict, Json, thaw
+from sessionspec.preview import clipped, shown
 from sessionspec.storage.budget import Budget, Spent, refusal
 from sessionspec.storage.chunkrows import check_storable, pack
 from sessionspec.storage.durable import PUBLISH, STALE, VERIFIED
@@ -103,14 +104,14 @@ class SqliteReader:
         # SESSION-STORAGE-HEADER.5: a database of many sessions is opened by naming one.
         if session_id is None or session_id not in ids:
             raise refuse(HEADER_IDENTITY, Kind.HEADER, self._name,
-                         f"session {session_id!r} not found; the database holds {len(ids)} sessions: {ids[:10]}")
+                         f"session {shown(session_id)} not found; the database holds {len(ids)} sessions: {shown(ids[:10], 600)}")
         return session_id
 
     def _header_record(self) -> dict[str, Json]:
         columns = ", ".join(HEADER_COLUMNS.values())
         row = self._connection.execute(f"SELECT {columns} FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
         if row is None:
-            raise refuse(HEADER_IDENTITY, Kind.HEADER, self._name, f"session {self.session_id!r} has no header row")
+            raise refuse(HEADER_IDENTITY, Kind.HEADER, self._name, f"session {shown(self.session_id)} has no header row")
         raw: dict[str, Json] = {"type": "session"}
         for key, value in zip(HEADER_COLUMNS, row, strict=True):
             if value is not None:
@@ -180,7 +181,7 @@ class SqliteWriter:
             # SESSION-STORAGE-WRITE.1: a session is created once; an existing one is loaded or resumed.
             if exists:
                 raise refuse(PUBLISH, Kind.INTERNAL, str(path),
-                             f"session {valid['id']!r} already exists in this database; load or resume it instead")
+                             f"session {shown(valid['id'])} already exists in this database; load or resume it instead")
             values = [thaw(valid[key]) if key in valid else None for key in HEADER_KEYS]
             connection.execute(f"INSERT INTO sessions ({', '.join(HEADER_COLUMNS.values())}, incarnation, revision) "
                                f"VALUES ({', '.join('?' * len(HEADER_KEYS))}, ?, 0)", (*values, str(uuid.uuid4())))
@@ -201,7 +202,7 @@ class SqliteWriter:
         # SESSION-STORAGE-SEQ.1: the batch continues exactly where the stored log ends.
         if batch[0].seq != stored:
             raise refuse(SEQ, Kind.SEQ, str(self.path),
-                         f"session {self.session_id} append starts at seq {batch[0].seq}, stored next seq is {stored}")
+                         f"session {clipped(self.session_id, 120)} append starts at seq {batch[0].seq}, stored next seq is {stored}")
         _insert(connection, self.session_id, batch, packed)
 
     def commit_repair(self, result: LoadResult, verify: Callable[[Any], LoadResult]) -> LoadResult:
@@ -280,7 +281,7 @@ def _stored_next_seq(connection: sqlite3.Connection, session_id: str, path: str)
     try:
         record = read_row(row)
     except SpecViolation:
-        raise refuse(SEQ, Kind.SEQ, path, f"session {session_id} has an invalid physical tail at seq {row[0]}") from None
+        raise refuse(SEQ, Kind.SEQ, path, f"session {clipped(session_id, 120)} has an invalid physical tail at seq {row[0]}") from None
     return int(row[0]) + row_members(record)
 
 

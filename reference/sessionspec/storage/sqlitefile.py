@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 from sessionspec.errors import Kind, SpecViolation
+from sessionspec.preview import shown
 from sessionspec.rules import define
 from sessionspec.storage import formats
 from sessionspec.storage.formats import CHANGED
@@ -249,7 +250,7 @@ def _no_foreign_objects(connection: sqlite3.Connection, path: str) -> None:
             # .5 A trigger runs inside our own write transactions (it can loop, raise or rewrite rows); a view or
             #    an index is no part of the format either, and says some other writer changed the schema.
             raise refuse(FOREIGN_OBJECTS, Kind.VERSION, path,
-                         f"session database at {path!r} holds a {kind} {str(name)!r} on {str(table)!r} that the format "
+                         f"session database at {path!r} holds a {kind} {shown(str(name))} on {shown(str(table))} that the format "
                          f"does not define: refusing to read or write it")
 
 

@@ -48,8 +48,6 @@ TORN_FRAME = define("SESSION-ZSTD-FRAMES.4", Kind.INTERNAL,
 
 PLAIN_BUFFER = 4 << 20
 """A frame whose plaintext fits is decoded once and kept for splitting; a larger one is decoded twice."""
-MAX_FRAME_RECORDS = zstdframes.MAX_FRAME_RECORDS
-MAX_FRAME_BYTES = zstdframes.MAX_FRAME_BYTES
 """SESSION-ZSTD-FRAMES.5, as the writer splits a batch (a test may lower them to see it split)."""
 
 
@@ -181,10 +179,11 @@ class ZstdWriter(JsonlWriter):
 
 
 def _frame_end(plain: bytes, start: int) -> int:
-    """The end of the longest run of whole lines from `start` within MAX_FRAME_RECORDS lines and MAX_FRAME_BYTES."""
+    """The end of the longest run of whole lines from `start` within the frame bounds (`zstdframes`, the one home of
+    SESSION-ZSTD-FRAMES.5's constants: the writer splits by what the reader refuses)."""
     end = start
-    for _ in range(MAX_FRAME_RECORDS):
-        at = plain.find(b"\n", end, start + MAX_FRAME_BYTES)
+    for _ in range(zstdframes.MAX_FRAME_RECORDS):
+        at = plain.find(b"\n", end, start + zstdframes.MAX_FRAME_BYTES)
         if at < 0:
             break
         end = at + 1

@@ -99,6 +99,22 @@ def _with_source(data: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]
     return {**data, "message": {**data["message"], "source": source}}
 
 
+def _with_call_ids(data: dict[str, Any], same: Any) -> dict[str, Any]:
+    """A tool result whose callId and toolCallId are the same value, not a string: equal, and still refused (.6)."""
+    out: dict[str, Any] = thaw(data)
+    out["message"]["source"]["callId"] = out["message"]["content"][0]["toolCallId"] = same
+    return out
+
+
+_RENESTED: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
+    (USER_MESSAGE, lambda user: {"turn": 1, "step": 1, "message": user}, "SESSION-MESSAGE-SHAPE.1"),
+    (ASSISTANT_MESSAGE, lambda user: {**user, "role": "assistant",
+                                      "source": {"kind": "model", "provider": "p", "model": "m"}}, "SESSION-MESSAGE-SHAPE.1"),
+    (TOOL_RESULT, lambda user: {"turn": 1, "message": {**user, "role": "assistant"}}, "SESSION-MESSAGE-SHAPE.2"),
+)
+"""A user message's data re-nested as another surface type's (or not nested where it must be), several fields at
+once, with the rule the reference refuses it with (issue 25: a fast check read the message at the wrong place)."""
+
 _USER, _ASSISTANT = user_message_data(), assistant_message_data()
 _PROVIDER_ONLY = {"kind": "model", "provider": "deepseek"}
 _FIXED: tuple[st.SearchStrategy[Invalid], ...] = (
@@ -152,6 +168,11 @@ _FIXED: tuple[st.SearchStrategy[Invalid], ...] = (
     st.builds(lambda d, count: Invalid({"type": TOOL_RESULT, "data": _with_blocks(d, count), "surfaceOp": "append"},
                                        "SESSION-MESSAGE-SHAPE.7", f"a tool result of {count} blocks"),
               tool_result_data(), st.sampled_from([0, 2])),
+    st.builds(lambda d, same: Invalid({"type": TOOL_RESULT, "data": _with_call_ids(d, same), "surfaceOp": "append"},
+                                      "SESSION-MESSAGE-SHAPE.6", f"callId and toolCallId both {same!r}"),
+              tool_result_data(), st.sampled_from([5, 0, True, 1.5, None, ["c1"], {"c": 1}])),
+    st.builds(lambda d, how: Invalid({"type": how[0], "data": how[1](d), "surfaceOp": "append"}, how[2],
+                                     f"a {how[0]} nested as another type's"), _USER, st.sampled_from(_RENESTED)),
     st.just(Invalid({"type": REQUEST_HEADER, "data": {"header": {"config": {"provider": "deepseek"}}, "reason": "initial"}},
                     "SESSION-REQUEST-HEADER.1", "request header without model")),
     st.just(Invalid({"type": REQUEST_HEADER, "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"}},
@@ -191,8 +212,13 @@ _DOUBLE = st.sampled_from(DOUBLE_FAULTS)
 
 
 def _future_provenance(draw: Draw, view: View) -> Invalid:
-    return Invalid({"type": USER_MESSAGE, "data": draw(_USER), "surfaceOp": "append",
-                    "sourceEventSeqs": [view.seq + draw(_SMALL)]}, "SESSION-SURFACE-PROVENANCE.5", "future provenance")
+    """A source at or past the new seq: alone, or among earlier seqs in any order (not only last, not only far off)."""
+    late = view.seq + draw(_SMALL)
+    earlier = draw(st.lists(st.integers(0, view.seq - 1), unique=True, max_size=3)) if view.seq else []
+    sources = [*earlier[: draw(index(len(earlier) + 1))], late, *earlier]
+    sources = list(dict.fromkeys(sources))
+    return Invalid({"type": USER_MESSAGE, "data": draw(_USER), "surfaceOp": "append", "sourceEventSeqs": sources},
+                   "SESSION-SURFACE-PROVENANCE.5", "future provenance")
 
 
 _SMALL = st.integers(0, 3)

@@ -27,8 +27,10 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from sessionspec.catalog import END_SEED, SURFACE_TYPES
 from sessionspec.jsonvalue import thaw
 from sessionspec.requestheader import fold_request_header
-from sessionspec.testing import implementations, invalid, loops, near_misses
+from sessionspec.testing import edges, implementations, invalid, loops, near_misses
 from sessionspec.testing import strategies as ss
+from sessionspec.testing.choose import drawn
+from sessionspec.testing.machine_api import ApiRules
 from sessionspec.testing.machine_logs import LogRules, where
 from sessionspec.wire.compare import differences
 from sessionspec.wire.executor import Executor
@@ -46,7 +48,7 @@ def plain(label: str, returned: Any) -> Any:
     return thaw(list(returned))
 
 
-class SessionMachine(LogRules):
+class SessionMachine(ApiRules, LogRules):
     """The model and the implementation under test, one request at a time."""
 
     implementation: ClassVar[str] = "live"
@@ -207,11 +209,26 @@ class SessionMachine(LogRules):
             self.append(request)
 
     @rule(data=st.data())
+    def append_several_broken_at_once(self, data: st.DataObject) -> None:
+        """Valid requests with two or three fields broken together (`near_misses.several_at_once`): both answer alike."""
+        for request in data.draw(near_misses.several_at_once(self.view()), label="several at once"):
+            self.append(request)
+
+    @rule(data=st.data())
     def non_json_anywhere(self, data: st.DataObject) -> None:
         """Decision 4 at every depth: each kind of value JSON cannot hold, anywhere in a request, is refused by both alike."""
         for request in data.draw(near_misses.non_json_anywhere(self.view()), label="non-JSON"):
             expected, _ = self.append(request)
             assert not expected["ok"], f"the model accepted a value JSON cannot hold: {expected}"
+
+    @rule(data=st.data())
+    def fast_form_edges(self, data: st.DataObject) -> None:
+        """One request at each special case of the fast forms (`testing.edges`: scalar and deep data, provenance out
+        of order, markers and flags at their edges, messages of another shape, equal ids that are not strings, lone
+        surrogates a rewrite keeps), answered alike by both sides."""
+        choose = drawn(data.draw)
+        for generate in edges.OBJECT_EDGES.values():
+            self.append({key: value for key, value in generate(choose, self.view()).items() if key != "op"})
 
     @rule(deep=near_misses.deep_values(shallow=True))
     def append_deep_value(self, deep: tuple[int, str, str]) -> None:

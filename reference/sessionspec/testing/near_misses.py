@@ -10,6 +10,7 @@ value (empty, negative, the next seq), a key added. Whether the result is still 
 decided here; the reference says, and the machines require the implementation to say the same.
 
 - `near_misses(view)`: what JSON text can carry, for the in-process machine;
+- `several_at_once(view)`: two or three things broken together, for the in-process machine;
 - `non_json_anywhere(view)`: a value JSON text cannot carry (an unsafe integer, `-0.0`, NaN, a
   tuple, a non-string key, a subclass of a JSON type) planted at any depth, for the in-process machine
   (`tagged` writes such a request for the `x-append` extension op, which carries them across the wire).
@@ -112,6 +113,28 @@ def near_misses(draw: st.DrawFn, view: ss.View) -> list[ss.Request]:
     sweep = draw(st.permutations(named), label="sweep") if named else []
     extra = draw(st.lists(st.sampled_from(every), max_size=EXTRA), label="elsewhere") if every else []
     return [_break(draw, thaw(valid), path, view) for path in [*sweep, *extra]]
+
+
+@st.composite
+def several_at_once(draw: st.DrawFn, view: ss.View) -> list[ss.Request]:
+    """Copies of one valid append or replacement, each with two or three fields broken together (drawn among the fields
+    the spec names, else any): a fast check that is a conjunction of field tests may accept what no single break makes,
+    a message whose nesting, role and source are all another type's (issue 25). A path a previous break removed is
+    skipped."""
+    valid: dict[str, Any] = thaw(draw(_valid(view), label="valid"))
+    every = paths(valid)
+    named = [p for p in every if p[-1] in SPEC_FIELDS or p[0] == "sourceEventSeqs"] or every
+    out = []
+    for _ in range(draw(st.integers(1, 4), label="copies")):
+        request: dict[str, Any] = thaw(valid)
+        for path in draw(st.lists(st.sampled_from(named), min_size=2, max_size=3, unique=True), label="paths"):
+            try:
+                _at(request, path)
+            except (KeyError, IndexError, TypeError):
+                continue
+            request = _break(draw, request, path, view)
+        out.append(request)
+    return out
 
 
 class _Str(str):

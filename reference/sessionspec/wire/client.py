@@ -180,6 +180,12 @@ class Connection:
         tail = self.stderr_tail()
         return TesteeFailure(kind, what + (f"; stderr: {tail[-600:]}" if tail else ""))
 
+    def abandon(self, kind: str, what: str) -> TesteeFailure:
+        """Stop reading this process: it is killed (with its group) and the failure that says why is returned. For
+        an answer the runner will not read (`Exchange`: far larger than the reference's), whose stream, and every
+        answer still in flight on it, would cost as much again to drain."""
+        return self._failure(kind, what)
+
     def _kill(self) -> None:
         """The testee and every process it started (its process group) killed, its pipes closed."""
         process, self._process = self._process, None

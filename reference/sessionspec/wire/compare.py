@@ -20,7 +20,7 @@ from typing import Any, Final
 import orjson
 
 from sessionspec.jsonvalue import json_equal
-from sessionspec.preview import preview
+from sessionspec.preview import as_text, preview, shown
 from sessionspec.wire.protocol import OPTIONAL_OPS, Answer
 
 OPTIONAL_FIELDS: Final = frozenset({"seq", "header", "transcript", "requestHeader", "requestContext"})
@@ -104,15 +104,17 @@ def differences(op: Any, expected: Answer, actual: Answer, *, rules: bool = Fals
     if not expected.get("ok"):
         want, got = _error(expected), _error(actual)
         if got.get("kind") != want.get("kind"):
-            out.append(f"rejected with kind {got.get('kind')}, expected {want.get('kind')} ({want.get('rule')})")
+            out.append(f"rejected with kind {as_text(got.get('kind'))}, expected {as_text(want.get('kind'))} "
+                       f"({as_text(want.get('rule'))})")
         elif rules and got.get("rule") != want.get("rule"):
-            out.append(f"rejected by {got.get('rule')}, expected {want.get('rule')} [{want.get('kind')}]")
+            out.append(f"rejected by {as_text(got.get('rule'))}, expected {as_text(want.get('rule'))} "
+                       f"[{as_text(want.get('kind'))}]")
     for key in expected:
         if key in ("ok", "error"):
             continue
         if key not in actual:
             if not (key in OPTIONAL_FIELDS and not rules):
-                out.append(f"answer lacks {key!r}")
+                out.append(f"answer lacks {shown(key)}")
             continue
         left, right = expected[key], actual[key]
         if key == "x-reentrant" and isinstance(left, dict) and isinstance(right, dict):
@@ -121,9 +123,9 @@ def differences(op: Any, expected: Answer, actual: Answer, *, rules: bool = Fals
         if not time:
             left, right = _without_time(key, left), _without_time(key, right)
         if not same_json(left, right):
-            out.append(f"{key}: expected {_short(left)}, got {_short(right)}")
+            out.append(f"{as_text(key)}: expected {_short(left)}, got {_short(right)}")
     if rules:  # in process both sides are ours: an answer key only one of them gives is a difference too
-        out.extend(f"answer has {key!r}, the reference's does not" for key in actual if key not in expected)
+        out.extend(f"answer has {shown(key)}, the reference's does not" for key in actual if key not in expected)
     return out
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from sessionspec.preview import bounded
+from sessionspec.preview import as_text, bounded, clipped
 from sessionspec.wire.protocol import Answer
 from sessionspec.wire.verdict import Breach, judge
 
@@ -28,7 +28,7 @@ def _error(answer: Answer) -> dict[str, Any] | None:
 def verdict(answer: Answer) -> str:
     """`accepted`, or the kind the answer rejects with (`testee-timeout` and the like for a testee failure)."""
     error = _error(answer)
-    return "accepted" if error is None else str(error.get("kind"))
+    return "accepted" if error is None else as_text(error.get("kind"))  # bounded: the testee chose it
 
 
 @dataclass
@@ -85,16 +85,42 @@ class Divergence:
                 "replay": self.replay}
 
 
+def _cut(word: Any) -> Any:
+    return clipped(word, 200) if isinstance(word, str) else word
+
+
 def divergence(source: str, case_id: str, op: Any, expected: Answer, actual: Answer, trace: list[Any],
                why: list[str], *, breaches: tuple[Breach, ...] = ()) -> Divergence:
     """A Divergence filed under the reference's rule and kind, else the testee's, and judged by level."""
     blame = _error(expected) or _error(actual) or {}
-    rule, kind = blame.get("rule"), blame.get("kind")
+    # Cut: when the reference accepted, the rule and kind are the testee's own words.
+    rule, kind = _cut(blame.get("rule")), _cut(blame.get("kind"))
     answered = verdict(actual)
     if answered == verdict(expected):  # the same verdict: what differs is the answer's content
         fields = sorted({m.group(2) for m in (_FIELD.match(line) for line in why) if m})
         answered = f"differs:{','.join(fields) or 'answer'}"
     judged = judge(op, trace[-1] if trace else None, expected, actual, breaches, why)
     return Divergence(source, case_id, op if isinstance(op, str) else None, rule if isinstance(rule, str) else None,
-                      kind if isinstance(kind, str) else None, expected, actual, list(trace), list(why), answered,
-                      level=judged.level, breaches=breaches, named=judged.rule)
+                      kind if isinstance(kind, str) else None, expected, kept(actual), list(trace), list(why),
+                      answered, level=judged.level, breaches=breaches, named=judged.rule)
+
+
+def kept(answer: Answer) -> Answer:
+    """The testee's answer as a divergence keeps it: itself when a report can hold it, else an answer of the same
+    shape (`ok`, and `error` with its kind) whose large values are bounded previews. A run keeps every divergence
+    it finds; a testee whose every answer holds a 100,000-deep array or 60 MB would otherwise make the runner keep
+    them all (gigabytes, measured)."""
+    if bounded(answer) is answer:
+        return answer
+    out: Answer = {}
+    for key in list(answer)[:SHOWN_KEYS]:
+        value = answer[key]
+        if key == "error" and isinstance(value, dict):
+            value = {k: (v if k == "kind" and isinstance(v, str) and len(v) <= 200 else bounded(v))
+                     for k, v in list(value.items())[:SHOWN_KEYS]}
+        out[key] = value if key == "ok" else bounded(value)
+    return out
+
+
+SHOWN_KEYS: Final = 64
+"""Keys of a large answer (and of its error) a divergence keeps."""

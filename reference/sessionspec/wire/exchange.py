@@ -38,6 +38,12 @@ _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjs
 GIVE_UP: Final = 3
 """Testee failures in a row (no answer between them) after which the run stops asking: a testee that answers
 hello and then hangs must not cost a timeout per vector."""
+OVERSIZED_FACTOR: Final = 16
+OVERSIZED_SLACK: Final = 1 << 20
+"""An answer line longer than 16 times the reference's answer, plus 1 MiB, is not read: no answer to the same request
+can need that much (JSON's longest spelling of a value is its escapes, six bytes a character), and a testee that
+answers every request with 64 MiB would otherwise cost the run gigabytes read, parsed and kept, for hours. It counts
+as a failure toward GIVE_UP, so such a testee is declared unusable after three."""
 MAX_RESTARTS: Final = 50
 """Restarts after which the testee is declared unusable: one that answers a few requests and then dies, every
 time, would otherwise be started again for every vector and every example."""
@@ -210,13 +216,24 @@ class Exchange:
                 self.streak += 1
                 self._settle(request, expected, failure.answer(), trace[:length], breaches)
                 continue
-            self.streak = 0
-            if raw == (dumps(expected) if written is None else written):
+            reference = dumps(expected) if written is None else written
+            if raw == reference:
+                self.streak = 0
                 continue
+            if len(raw) > OVERSIZED_FACTOR * len(reference) + OVERSIZED_SLACK:
+                # Not read, and nor is anything after it: the process goes, as after a failure to answer.
+                self.pending.clear()
+                self.streak += 1
+                abandoned = self.connection.abandon("overflow", f"an answer of {len(raw):,} bytes where the "
+                                                                f"reference's has {len(reference):,}: not read")
+                self._settle(request, expected, abandoned.answer(), trace[:length], breaches)
+                continue
+            self.streak = 0
             try:
                 actual = parse_answer(raw)
             except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
                 actual = failure.answer()
+            del raw
             self._settle(request, expected, actual, trace[:length], breaches)
 
     def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any],
@@ -234,11 +251,12 @@ class Exchange:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
                            trace, why, breaches=breaches)
-        new = not self.known(found) and not (self.collecting and any(found.family == seen.family
-                                                                     for seen in self.collected))
-        if new and self.collecting:
-            self.collected.append(found)
-        elif new:
+        if self.collecting:
+            # Every family's first divergence, listed or not: what the search finds, and how it is minimized and
+            # named, must not depend on the failure list (which changes the verdict, never the search).
+            if not any(found.family == seen.family for seen in self.collected):
+                self.collected.append(found)
+        elif not self.known(found):
             self.quiet = True
             self.drain()
             self.last = found

@@ -22,6 +22,7 @@ from sessionspec.envelope import parse_event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import header_to_json
 from sessionspec.jsonvalue import is_safe_int, thaw
+from sessionspec.preview import as_text, clipped, shown
 from sessionspec.repair import closers
 from sessionspec.rules import check, fail
 from sessionspec.shapes import check_content
@@ -127,19 +128,23 @@ class Executor:
         check(isinstance(request, dict) and type(request.get("op")) is str, REQUEST_OBJECT,
               "a request is a JSON object with a string op")
         op = request["op"]
+        if op == "create":
+            # SESSION-CONFORMANCE-PROTOCOL.3: a rejected create leaves no session, whatever refuses it (its x- keys and
+            # its own shape included); a session kept from before would make what follows depend on history.
+            self.session = None
         if "x-time" in request:
             # SESSION-CONFORMANCE-PROTOCOL.6: x-time is an x-hooks key, and a clock reading is a safe integer.
             check(HOOKS in self.extensions and is_safe_int(request["x-time"]), EXTENSION,
-                  f"x-time must be a safe integer under {HOOKS}, got {request['x-time']!r}")
+                  f"x-time must be a safe integer under {HOOKS}, got {shown(request['x-time'])}")
             self._fixed = request["x-time"]
         handler = _OPS.get(op)
         if handler is None or (op.startswith("x-") and INPROCESS not in self.extensions):
             # SESSION-CONFORMANCE-PROTOCOL.2: a testee says what it cannot do instead of guessing.
-            fail(UNSUPPORTED_OP, f"unsupported op {op!r}")
+            fail(UNSUPPORTED_OP, f"unsupported op {shown(op)}")
         if op != "append":  # an append's hooks are armed, each value checked, by `_arm`
             # SESSION-CONFORMANCE-PROTOCOL.6: an x- key this op does not take is refused, before the op's own shape.
             unknown = sorted(key for key in request if key.startswith("x-") and not self._offers(op, key))
-            check(not unknown, EXTENSION, f"unknown extension key(s) {unknown} on {op}")
+            check(not unknown, EXTENSION, f"unknown extension key(s) {shown(unknown)} on {op}")
         method: Callable[[Mapping[str, Any]], Answer] = getattr(self, handler.__name__)  # a subclass's own, if it has one
         return method(request)
 
@@ -157,13 +162,11 @@ class Executor:
     def create(self, request: Mapping[str, Any]) -> Answer:
         # SESSION-CONFORMANCE-PROTOCOL.4: the three keys are always sent, so a misspelt one is caught.
         extra = sorted(key for key in set(request) - {"op", "id", "seed", "header"} if key != "x-time")
-        check(not extra, CREATE_SHAPE, f"create has unknown keys {extra}")
+        check(not extra, CREATE_SHAPE, f"create has unknown keys {shown(extra)}")
         check("id" in request and "seed" in request and "header" in request, CREATE_SHAPE,
               "create carries id, seed and header (null when absent)")
         self._now = START_TIME
         self._json.clear()
-        # A rejected create leaves no session: appends after it are refused, never applied to the old one.
-        self.session = None
         self.session = self.factory(request["id"], request["seed"], request["header"], clock=self.clock,
                                     validators=[self._validator], observers=[self._observer])
         return {"ok": True, "firstLiveSeq": self.session.first_live_seq, "seq": self.session.seq}
@@ -184,7 +187,7 @@ class Executor:
                 continue
             allowed = HOOK_VALUES.get(key)
             check(HOOKS in self.extensions and allowed is not None and value in allowed, EXTENSION,
-                  f"unknown extension {key}: {value!r}")
+                  f"unknown extension {clipped(key, 120)}: {shown(value)}")
             self._hooks[key] = value
         return body
 
@@ -266,13 +269,13 @@ class Executor:
 
     def mutate(self, request: Mapping[str, Any]) -> Answer:
         """`x-mutate`: try to mutate what the session returned (decision 5); the answer names what did not refuse."""
-        return {"ok": True, "raised": attempt_mutation(self._current(), str(request.get("target")))}
+        return {"ok": True, "raised": attempt_mutation(self._current(), as_text(request.get("target")))}
 
 
 def _events_of(request: Mapping[str, Any]) -> list[Any]:
     # SESSION-CONFORMANCE-PROTOCOL.5: fold and repair read a log given whole.
     extra = sorted(set(request) - {"op", "events", "x-time"})
-    check(not extra, EVENT_LIST, f"{request['op']} has unknown keys {extra}")
+    check(not extra, EVENT_LIST, f"{request['op']} has unknown keys {shown(extra)}")
     events = request.get("events")
     if not isinstance(events, list):
         fail(EVENT_LIST, f"{request['op']} carries events, a list")

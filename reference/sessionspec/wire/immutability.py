@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from sessionspec.preview import clipped
+
 FORGED: Final = "forged"
 MAX_CONTAINERS: Final = 4096
 """How many containers `everything` tries per call: enough for the machine's logs, bounded for a large one."""
@@ -54,7 +56,7 @@ def containers(value: Any, path: str) -> Iterator[tuple[str, Any]]:
         where, node = stack.pop()
         if isinstance(node, dict):
             yield where, node
-            stack.extend((f"{where}.{key}", child) for key, child in node.items())
+            stack.extend((f"{where}.{clipped(str(key), 40)}", child) for key, child in node.items())  # a key may be 64 MiB
         elif isinstance(node, list):
             yield where, node
             stack.extend((f"{where}[{index}]", child) for index, child in enumerate(node))

@@ -21,6 +21,7 @@ import orjson
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsontext import dumps as lossless_dumps
 from sessionspec.live.fasttext import read_line
+from sessionspec.preview import clipped
 from sessionspec.rules import define
 
 PROTOCOL_VERSION: Final = 0
@@ -91,7 +92,7 @@ def error_answer(error: BaseException) -> Answer:
     """A failure answer: a SpecViolation's kind, rule and place, or `internal` for anything else."""
     if isinstance(error, SpecViolation):
         return {"ok": False, "error": error.to_json()}
-    text = "".join(traceback.format_exception_only(error)).strip()
+    text = clipped("".join(traceback.format_exception_only(error)).strip())  # an exception may quote a whole request
     return {"ok": False, "error": {"kind": Kind.INTERNAL.value, "message": text, "rule": None}}
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from sessionspec.preview import clipped, shown
 from sessionspec.wire.protocol import dumps
 
 FORMAT: Final = "sessionspec-trace/2"
@@ -101,8 +102,8 @@ def untag(value: Any) -> Any:
     Python value it names: what `x-append` appends (spec/10, x-inprocess). Raises ValueError on a malformed tag."""
     try:
         return json.loads(json.dumps(value), object_hook=_decode_tags)
-    except (TypeError, RecursionError) as error:
-        raise ValueError(f"cannot read tagged values: {error}") from None
+    except (TypeError, ValueError, RecursionError) as error:  # float("x" * 10 MiB) quotes all of it: cut
+        raise ValueError(f"cannot read tagged values: {clipped(str(error), 200)}") from None
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -161,7 +162,7 @@ def parse_trace(text: str) -> Trace:
         raise TraceError(f"not a sessionspec trace: not JSON ({str(error)[:120]})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         found = document.get("format") if isinstance(document, dict) else type(document).__name__
-        raise TraceError(f"not a sessionspec trace: format {found!r}, expected {FORMAT!r}")
+        raise TraceError(f"not a sessionspec trace: format {shown(found)}, expected {FORMAT!r}")
     requests = document.get("requests")
     if not isinstance(requests, list) or not all(isinstance(r, (dict, str)) for r in requests):
         raise TraceError("not a sessionspec trace: `requests` must be a list of request objects or lines")
