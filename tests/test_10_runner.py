@@ -237,6 +237,32 @@ def test_failure_lists(tmp_path: Path) -> None:
     assert main([*argv[:-4], "--fix", *argv[-4:]]) == 2, "--fix is refused on a partial run"
 
 
+WALL_CLOCK = """
+import sys, time
+from sessionspec.live import Session
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.serve import serve
+
+class WallClock(Executor):
+    def clock(self):
+        return time.time_ns() // 1_000_000  # what Date.now() reads: the event times and createdAt are its own
+
+serve(WallClock(Session.create, "wall-clock", extensions=()), sys.stdin.buffer, sys.stdout.buffer)
+"""
+
+
+def test_a_testee_with_a_real_clock_passes_every_vector(tmp_path: Path) -> None:
+    """What a testee's own clock decides (event `time`, the default header's `createdAt`) is never compared
+    (spec/10, "Comparison"): a testee reading the wall clock, without x-hooks, passes the vectors and the machine."""
+    script = tmp_path / "wall_clock.py"
+    script.write_text(WALL_CLOCK)
+    report = tmp_path / "report.json"
+    assert main(["conform", "--examples", "20", "--json", str(report), "--", PY, str(script)]) == 0
+    data = json.loads(report.read_text())
+    assert data["vectors"]["failed"] == 0 and data["vectors"]["passed"] > 100
+    assert data["divergences"] == []
+
+
 def test_fix_rewrites_from_observation(tmp_path: Path) -> None:
     listed = tmp_path / "known.txt"
     listed.write_text("SESSION-SURFACE-REPLACE.2-reject\n")

@@ -14,7 +14,8 @@ the same fault, named after the one rule it breaks. So a found divergence is
    the same way (accepts, or rejects with the same kind, or differs in the same fields) and the
    request breaks no more rules than before; the family is then named after the rule the reference
    gives the smallest such request (an object `type` holding `-0.0`, first refused for the `-0.0`,
-   becomes a missing type: SESSION-EVENT-ENVELOPE.2);
+   becomes a missing type: SESSION-EVENT-ENVELOPE.2); a shrunk request is then offered the cut again,
+   since it may need less before it (a replace of positions 2..1 needs three nodes, of 0..0 one);
 3. **followed**: after the trace, the testee is asked for a snapshot, a valid append and a repair of
    its log, so the report says whether its session still works (an accepted malformed
    `assistant/message` leaves every later snapshot failing).
@@ -64,7 +65,11 @@ def minimize(exchange: Exchange, divergence: Divergence, *, deadline: float | No
         earlier = already_apart(exchange, best)
         if earlier is not None:  # the sessions differed before the request: the fault is what a snapshot shows
             best = cut(exchange, earlier, deadline)
-        best = shrink_values(exchange, best, deadline)
+        shrunk = shrink_values(exchange, best, deadline)
+        if shrunk.trace[-1:] != best.trace[-1:] and len(shrunk.trace) > 2:
+            # A smaller last request may need less before it (a replace of position 0 needs one node, of 2 three).
+            shrunk = cut(exchange, shrunk, deadline)
+        best = shrunk
     finally:
         exchange.known = known
     best.source, best.id = divergence.source, divergence.id

@@ -109,11 +109,12 @@ def _with_call_ids(data: dict[str, Any], same: Any) -> dict[str, Any]:
 _RENESTED: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
     (USER_MESSAGE, lambda user: {"turn": 1, "step": 1, "message": user}, "SESSION-MESSAGE-SHAPE.1"),
     (ASSISTANT_MESSAGE, lambda user: {**user, "role": "assistant",
-                                      "source": {"kind": "model", "provider": "p", "model": "m"}}, "SESSION-MESSAGE-SHAPE.1"),
+                                      "source": {"kind": "model", "provider": "p", "model": "m"}}, "SESSION-MESSAGE-SHAPE.9"),
     (TOOL_RESULT, lambda user: {"turn": 1, "message": {**user, "role": "assistant"}}, "SESSION-MESSAGE-SHAPE.2"),
 )
 """A user message's data re-nested as another surface type's (or not nested where it must be), several fields at
-once, with the rule the reference refuses it with (issue 25: a fast check read the message at the wrong place)."""
+once, with the rule the reference refuses it with (issue 25: a fast check read the message at the wrong place): an
+assistant message's data without its `message` has no message to check (SESSION-MESSAGE-SHAPE.9)."""
 
 _USER, _ASSISTANT = user_message_data(), assistant_message_data()
 _PROVIDER_ONLY = {"kind": "model", "provider": "deepseek"}
