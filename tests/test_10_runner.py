@@ -112,6 +112,38 @@ def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_
     assert len(re.findall(r"reproduce: +sessionspec replay", err)) >= len(machine)
 
 
+LITERALS = "\n".join(f"L{n} = ({n * 7919 + 13}, {str(n * 104729)!r}, {n + 2.5!r})" for n in range(1, 200))
+"""A module of literals no module of ours holds: Hypothesis would draw them once the module is imported."""
+
+
+def test_a_conform_run_finds_the_same_whatever_the_process_imported_before(
+        tmp_path: Path, few_vectors: Path) -> None:
+    """A run is a function of its arguments: two in-process runs, the second after importing a module of new
+    literals (Hypothesis draws literals from the source of the local modules imported so far), search the same
+    examples and find the same families with the same traces. In the suite, earlier tests' imports once changed the
+    default run against THREE (219 examples instead of 207) and failed the test of its three families."""
+    import importlib
+
+    def run(name: str) -> tuple[int, list[tuple[str, str]]]:
+        report = tmp_path / f"{name}.json"
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            main(["conform", "--examples", "50", "--vectors", str(few_vectors), "--json", str(report), "--",
+                  *SERVE, THREE])
+        data = json.loads(report.read_text())
+        return data["machine"]["examples"], sorted((d["family"], json.dumps(d["trace"])) for d in data["divergences"])
+
+    before = run("before")
+    (tmp_path / "literals_elsewhere.py").write_text(LITERALS)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        importlib.import_module("literals_elsewhere")
+        after = run("after")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("literals_elsewhere", None)
+    assert after == before
+
+
 def test_a_divergence_still_in_flight_when_the_next_session_is_created_keeps_its_own_trace() -> None:
     """Requests are pipelined, and a create starts a new trace: a divergence read after the next create was once
     recorded with the next session's requests (a trace that did not hold the diverging request at all)."""
@@ -359,8 +391,9 @@ def test_a_search_ended_by_its_seconds_prints_only_conforms_own_report(tmp_path:
 
 
 def test_a_conform_run_leaves_no_hypothesis_directory_where_it_runs(tmp_path: Path) -> None:
-    """conform is a checker run in other projects' checkouts: Hypothesis's files (the constants it caches from
-    local source) go to the user's cache, never to `.hypothesis/` in the directory the run started in."""
+    """conform is a checker run in other projects' checkouts: Hypothesis's files go to the user's cache, never to
+    `.hypothesis/` in the directory the run started in. (The one it wrote, its cache of the constants it reads from
+    local source, it no longer writes: the search keeps those constants out, `no_local_constants_for_a_search`.)"""
     import os
     import subprocess
 
@@ -372,4 +405,3 @@ def test_a_conform_run_leaves_no_hypothesis_directory_where_it_runs(tmp_path: Pa
                           *SERVE, "live"], cwd=work, env=environment, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert list(work.iterdir()) == []
-    assert (tmp_path / "cache" / "sessionspec" / "hypothesis").is_dir()

@@ -90,9 +90,10 @@ def collector_for_a_search() -> Iterator[None]:
 
 def hypothesis_home() -> Path:
     """Where Hypothesis keeps its files during a search: the user's cache (`$XDG_CACHE_HOME`, else ~/.cache), not
-    `.hypothesis/` in the directory `conform` runs in. The search keeps no examples (no database), but Hypothesis
-    caches the constants it reads from local source; a checker run in another project's checkout must leave
-    nothing there. `HYPOTHESIS_STORAGE_DIRECTORY`, when set, is the user's choice and is kept."""
+    `.hypothesis/` in the directory `conform` runs in. The search keeps no examples (no database) and reads no
+    constants from local source (`no_local_constants_for_a_search`), which Hypothesis caches in files; whatever
+    else it may write, a checker run in another project's checkout must leave nothing there.
+    `HYPOTHESIS_STORAGE_DIRECTORY`, when set, is the user's choice and is kept."""
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "sessionspec" / "hypothesis"
 
@@ -109,6 +110,40 @@ def hypothesis_home_for_a_search() -> Iterator[None]:
         yield
     finally:
         configuration.set_hypothesis_home_dir(previous)
+
+
+@contextlib.contextmanager
+def no_local_constants_for_a_search() -> Iterator[None]:
+    """Hypothesis's constants from local source kept out of the search, and let back in after it.
+
+    Recent Hypothesis (6.170) now and then draws a literal found in the source of a "local" module (one not in
+    site-packages, not a test) the process has imported: the pool is read again whenever `sys.modules` grows
+    (`providers._get_local_constants`). So the search drew other examples after an import that brought new
+    literals: in-process after `import sessionspec.logcheck.checkfile` (1000, ".jsonl", ...), a default run
+    against three planted bugs searched 219 examples instead of 207. It would differ too between a checkout and an
+    installed package, and with any literal edited anywhere in the code. With the pool empty (Hypothesis's
+    own constants stay), a search is a function of its arguments. The cache of what each draw may take from the
+    pools is emptied before (it may hold local constants) and after (it holds none). A Hypothesis without the
+    pool is left as it is."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # a Hypothesis older than the pool
+        yield
+        return
+    local_constants = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if local_constants is None or cache is None:
+        yield
+        return
+    none = Constants()
+    providers._get_local_constants = lambda: none
+    cache.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local_constants
+        cache.cache.clear()
 
 
 def _round(machine: type[Any], chosen: settings, number: int) -> None:
@@ -128,7 +163,7 @@ def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile:
     budget = settings(machine_settings(examples, profile)).max_examples
     rounds = max(1, -(-budget // ROUND))
     try:
-        with hypothesis_home_for_a_search():
+        with hypothesis_home_for_a_search(), no_local_constants_for_a_search():
             for number in range(rounds):
                 if progress is not None:
                     progress(f"machine: round {number + 1} of {rounds}", number, rounds)
