@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import sqlite3
 from pathlib import Path
@@ -305,3 +306,23 @@ def test_a_torn_final_frame_that_fails_to_decode_recovers_nothing(tmp_path: Path
     path.write_bytes(path.read_bytes() + bytes(torn))
     result = storage.load(path)
     assert result.torn is not None and result.recovered == 0 and result.torn.offset == size
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_load_leaves_the_collector_as_it_found_it_whether_it_loads_or_is_refused(tmp_path: Path, enabled: bool) -> None:
+    """`storage.collector_paused`: the cyclic collector is off while a log loads, and as it was after, however it ends."""
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    storage.save(good, {"version": 0, "id": "s", "createdAt": 0}, [])
+    bad.write_bytes(good.read_bytes() + b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1},"extra":1}\n'
+                    + b'{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}\n')
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert storage.load(good).events == []
+        assert gc.isenabled() is enabled
+        with pytest.raises(SpecViolation, match="unknown envelope keys") as refused:
+            storage.load(bad)
+        assert refused.value.rule == "SESSION-EVENT-ENVELOPE.1" and refused.value.line == 2
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

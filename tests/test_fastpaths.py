@@ -34,7 +34,7 @@ from sessionspec.envelope import APPEND, Event, Replace, append_request_parts, b
 from sessionspec.jsontext import parse
 from sessionspec.jsonvalue import FrozenDict, FrozenList, is_json, snapshot
 from sessionspec.legacy import check_current, upgrade
-from sessionspec.live import fastpath, fasttext
+from sessionspec.live import fastpath, fastrecord, fasttext
 from sessionspec.live.fastpath import FAST_FORMS, FastForm, message_shape_holds, rule_ids
 from sessionspec.logcheck import survey
 from sessionspec.logcheck.checker import Checker
@@ -164,6 +164,16 @@ def event_of_is_build_event(args: list[Any]) -> bool:
     flags = {"has_surface_op": has_op, "has_sources": has_sources}
     return decides_as(lambda: fastpath.event_of(*parts), lambda: build_event(*parts[:5], parts[6], ignorable, **flags),
                       "build_event")
+
+
+def stored_event_is_parse_event(args: list[Any]) -> bool:
+    raw, index = args
+    if not jsonvalue.is_nonneg_safe_int(index):
+        return False
+    with mock.patch.object(fastrecord, "parse_event", wraps=parse_event) as slow:
+        got = outcome(lambda: fastrecord.stored_event(raw, index))
+    assert got == outcome(lambda: parse_event(raw, index))
+    return not slow.called
 
 
 def sources_hold_implies_parse_sources(args: list[Any]) -> bool:
@@ -340,6 +350,8 @@ CASES: dict[Callable[..., Any], tuple[Callable[[list[Any]], bool], list[list[Any
         ["user/message", 9, 1, USER, {"op": "replace", "start": 2, "end": 5}, True, [2, 3, 4, 5], True, False],
         ["tool/result", 9, 1, RESULT, {"op": "replace", "start": 8, "end": 8}, True, [8], True, False],
         ["assistant/message", 9, 1, ASSISTANT, {"op": "replace", "start": 0, "end": 0}, True, None, False, False]]),
+    fastrecord.stored_event: (stored_event_is_parse_event, [
+        [event, event["seq"]] for record in RECORDS for event in decode(record)]),
     fastpath.sources_hold: (sources_hold_implies_parse_sources, [
         ["tool/result", 9, [8]], ["assistant/message", 20, list(range(4, 12))], ["assistant/message", 5, []],
         ["user/message", 9, [0, 3, 5]], ["user/message", 9, [5, 0, 3]], ["assistant/message", 9, [0, 1]]]),
@@ -442,6 +454,11 @@ _event_parts = st.builds(
 @given(near_misses(st.one_of(_appends, _event_parts)))
 def test_event_of_returns_what_build_event_returns(args: list[Any]) -> None:
     event_of_is_build_event(args)
+
+
+@given(near_misses(st.sampled_from(CASES[fastrecord.stored_event][1]), NEAR_MISSES + FOREIGN))
+def test_stored_event_returns_what_parse_event_returns(args: list[Any]) -> None:
+    stored_event_is_parse_event(args)
 
 
 @st.composite

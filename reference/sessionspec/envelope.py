@@ -5,6 +5,10 @@ These are the checks that need nothing but the event itself. They are the same o
 seed (DESIGN decision 1): a log that `append` can build is a log that seeding accepts, so a live
 session can never write a log it cannot replay. What an event's payload must hold (message shapes,
 request headers) is `sessionspec.shapes`; the session header is `sessionspec.header`.
+
+A check whose message shows a value is spelled `if not <rule holds>: fail(...)`, not `check(...)`:
+seeding runs these checks on every event of a log, and a message is built only for an event that
+breaks its rule.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from sessionspec.jsonvalue import (
     thaw,
 )
 from sessionspec.preview import shown
-from sessionspec.rules import check
+from sessionspec.rules import check, fail
 
 ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
 
@@ -148,8 +152,8 @@ class Event(_Immutable):
 
 def check_type(event_type: object, *, seq: int | None = None, index: int | None = None) -> None:
     # SESSION-EVENT-ENVELOPE.2: the type discriminates the union; a missing one, or one that is not a string, names nothing.
-    check(type(event_type) is str, "SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {shown(event_type)}",
-          seq=seq, index=index)
+    if type(event_type) is not str:
+        fail("SESSION-EVENT-ENVELOPE.2", f"event type must be a string, got {shown(event_type)}", seq=seq, index=index)
     # SESSION-EVENT-ENVELOPE.8: nor does the empty string (decision: the upstream core accepts it).
     check(event_type != "", "SESSION-EVENT-ENVELOPE.8", "event type must not be empty", seq=seq, index=index)
 
@@ -168,32 +172,35 @@ def parse_surface_op(event_type: str, raw: Json, *, seq: int | None = None, inde
         and is_nonneg_safe_int(raw["start"])
         and is_nonneg_safe_int(raw["end"])
     )
-    check(is_replace, "SESSION-SURFACE-PROJECTION.4",
-          f"session event {shown(event_type)} carries an invalid surfaceOp {shown(raw)}", seq=seq, index=index)
+    if not is_replace:
+        fail("SESSION-SURFACE-PROJECTION.4", f"session event {shown(event_type)} carries an invalid surfaceOp {shown(raw)}",
+             seq=seq, index=index)
     return Replace(raw["start"], raw["end"])
 
 
 def parse_sources(event_type: str, seq: int, raw: Json, *, index: int | None = None) -> FrozenList:
     """SESSION-SURFACE-PROVENANCE.1-.5: the checks a source list needs nothing but its event for."""
     # .1 A source list is an array: order is free, but it is a list of seqs.
-    check(isinstance(raw, list), "SESSION-SURFACE-PROVENANCE.1",
-          f"sourceEventSeqs on event at seq {seq} must be an array when present", seq=seq, index=index)
+    if not isinstance(raw, list):
+        fail("SESSION-SURFACE-PROVENANCE.1", f"sourceEventSeqs on event at seq {seq} must be an array when present",
+             seq=seq, index=index)
     # .2 [] means "a provider stream known to be empty", which only an assistant message can be.
     check(len(raw) > 0 or event_type == ASSISTANT_MESSAGE, "SESSION-SURFACE-PROVENANCE.2",
           f"sourceEventSeqs must not be empty except on {ASSISTANT_MESSAGE}", seq=seq, index=index)
     # .3 Sources are seqs: non-negative safe integers (a bool is not a number).
     for source in raw:
-        check(is_nonneg_safe_int(source), "SESSION-SURFACE-PROVENANCE.3",
-              f"session event {shown(event_type)} sourceEventSeqs must densely contain non-negative safe integers, got {shown(source)}",
-              seq=seq, index=index)
+        if not is_nonneg_safe_int(source):
+            fail("SESSION-SURFACE-PROVENANCE.3",
+                 f"session event {shown(event_type)} sourceEventSeqs must densely contain non-negative safe integers, got {shown(source)}",
+                 seq=seq, index=index)
     # .4 A source named twice says nothing more and hides a producer bug.
     check(len(set(raw)) == len(raw), "SESSION-SURFACE-PROVENANCE.4", "sourceEventSeqs must not contain duplicates",
           seq=seq, index=index)
     # .5 Provenance points back in time: a fact cannot derive from itself or the future.
     late = [source for source in raw if source >= seq]
-    check(not late, "SESSION-SURFACE-PROVENANCE.5",
-          f"sourceEventSeqs must reference earlier events: {late[0] if late else ''} >= current seq {seq}",
-          seq=seq, index=index)
+    if late:
+        fail("SESSION-SURFACE-PROVENANCE.5", f"sourceEventSeqs must reference earlier events: {late[0]} >= current seq {seq}",
+             seq=seq, index=index)
     return raw if isinstance(raw, FrozenList) else FrozenList(raw)
 
 
@@ -220,26 +227,30 @@ def build_event(
     has_src = source_event_seqs is not None if has_sources is None else has_sources
     surface = event_type in SURFACE_TYPES
     # SESSION-EVENT-ENVELOPE.7: dropping a surface event changes what the model sees, so it is never ignorable.
-    check(not (ignorable and surface), "SESSION-EVENT-ENVELOPE.7",
-          f"surface event {shown(event_type)} cannot be ignorable", seq=seq, index=index)
+    if ignorable and surface:
+        fail("SESSION-EVENT-ENVELOPE.7", f"surface event {shown(event_type)} cannot be ignorable", seq=seq, index=index)
     # SESSION-CORE-EVENTS.2: a retired type would be read with semantics no current reader has.
-    check(event_type not in RETIRED_TYPES, "SESSION-CORE-EVENTS.2",
-          f"session event {shown(event_type)} uses an unsupported legacy format", seq=seq, index=index)
+    if event_type in RETIRED_TYPES:
+        fail("SESSION-CORE-EVENTS.2", f"session event {shown(event_type)} uses an unsupported legacy format",
+             seq=seq, index=index)
     if event_type == END_SEED:
         # SESSION-CORE-EVENTS.1: the marker carries no payload; data would be a second channel.
         check(isinstance(data, dict) and len(data) == 0, "SESSION-CORE-EVENTS.1",
               f"{END_SEED} must carry {{}} as data", seq=seq, index=index)
     if not surface:
         # SESSION-SURFACE-PROJECTION.1: only surface types enter the surface.
-        check(not has_op, "SESSION-SURFACE-PROJECTION.1",
-              f"session event {shown(event_type)} is not surface-eligible and cannot carry surfaceOp", seq=seq, index=index)
+        if has_op:
+            fail("SESSION-SURFACE-PROJECTION.1",
+                 f"session event {shown(event_type)} is not surface-eligible and cannot carry surfaceOp", seq=seq, index=index)
         # SESSION-SURFACE-PROJECTION.2: provenance is surface metadata; a log-only event has none.
-        check(not has_src, "SESSION-SURFACE-PROJECTION.2",
-              f"session event {shown(event_type)} is not surface-eligible and cannot carry sourceEventSeqs", seq=seq, index=index)
+        if has_src:
+            fail("SESSION-SURFACE-PROJECTION.2",
+                 f"session event {shown(event_type)} is not surface-eligible and cannot carry sourceEventSeqs", seq=seq, index=index)
         return Event(event_type, seq, time, data, None, None, ignorable)
     # SESSION-SURFACE-PROJECTION.3: a surface event without a marker would vanish from the model's history.
-    check(has_op, "SESSION-SURFACE-PROJECTION.3",
-          f"session event {shown(event_type)} is surface-eligible and requires a surfaceOp marker", seq=seq, index=index)
+    if not has_op:
+        fail("SESSION-SURFACE-PROJECTION.3",
+             f"session event {shown(event_type)} is surface-eligible and requires a surfaceOp marker", seq=seq, index=index)
     op = parse_surface_op(event_type, surface_op, seq=seq, index=index)
     sources = parse_sources(event_type, seq, source_event_seqs, index=index) if has_src else None
     return Event(event_type, seq, time, data, op, sources, ignorable)
@@ -288,21 +299,23 @@ def parse_event(raw: Json, index: int) -> Event:
     # SESSION-EVENT-ENVELOPE.1: the envelope is closed; an unknown key is a format this build cannot read.
     check(isinstance(value, dict), "SESSION-EVENT-ENVELOPE.1", "event is not a JSON object", index=index)
     extra = sorted(set(value) - ENVELOPE_KEYS)
-    check(not extra, "SESSION-EVENT-ENVELOPE.1", f"event has unknown envelope keys {shown(extra)}", index=index)
+    if extra:
+        fail("SESSION-EVENT-ENVELOPE.1", f"event has unknown envelope keys {shown(extra)}", index=index)
     check_type(value.get("type"), index=index)
     seq = value.get("seq")
     # SESSION-EVENT-ENVELOPE.3: seq is the one ordering authority.
-    check(is_nonneg_safe_int(seq), "SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {shown(seq)}",
-          index=index)
+    if not is_nonneg_safe_int(seq):
+        fail("SESSION-EVENT-ENVELOPE.3", f"seq must be a non-negative safe integer, got {shown(seq)}", index=index)
     time = value.get("time")
     # SESSION-EVENT-ENVELOPE.4: time is a wall-clock record, any safe integer; it orders nothing.
-    check(is_safe_int(time), "SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {shown(time)}", seq=seq, index=index)
+    if not is_safe_int(time):
+        fail("SESSION-EVENT-ENVELOPE.4", f"time must be a safe integer, got {shown(time)}", seq=seq, index=index)
     # SESSION-EVENT-ENVELOPE.5: every event has a payload, even if it is null.
     check("data" in value, "SESSION-EVENT-ENVELOPE.5", "event has no data", seq=seq, index=index)
     ignorable = value.get("ignorable", True)
     # SESSION-EVENT-ENVELOPE.6: ignorable is a flag a writer sets; false or "yes" is a different format.
-    check(ignorable is True, "SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {shown(ignorable)}",
-          seq=seq, index=index)
+    if ignorable is not True:
+        fail("SESSION-EVENT-ENVELOPE.6", f"ignorable must be absent or true, got {shown(ignorable)}", seq=seq, index=index)
     return build_event(
         value["type"], seq, time, value["data"], value.get("surfaceOp"), value.get("sourceEventSeqs"),
         "ignorable" in value, has_surface_op="surfaceOp" in value, has_sources="sourceEventSeqs" in value, index=index,

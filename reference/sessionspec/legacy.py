@@ -208,8 +208,11 @@ class Upgrader:
         self._message_ids: dict[int, str] = {}
 
     def __call__(self, event: Event, line: int | None) -> Event:
-        """The upgraded (or unchanged) event; each upgrade is reported (SESSION-LEGACY-UPGRADE.5)."""
-        found = upgrade(event, self._session_id, self._message_ids)
+        """The upgraded (or unchanged) event; each upgrade is reported (SESSION-LEGACY-UPGRADE.5).
+
+        `upgrade` is asked only where `may_upgrade` admits it could apply: a load reads every event through here.
+        """
+        found = upgrade(event, self._session_id, self._message_ids) if may_upgrade(event.type, event.data) else None
         if found is not None:
             event, rule, summary = found
             # SESSION-LEGACY-UPGRADE.5: reported, since the validated log differs from the bytes on disk.

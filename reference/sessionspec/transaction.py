@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time as _time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -101,13 +101,28 @@ class SessionCore(ABC):
             session._seed(seed)
         return session
 
-    def _seed(self, seed: Sequence[Event | Json]) -> None:
+    @classmethod
+    def _seeded_parsed(cls: type[S], session_id: str, seed: Sequence[Event | Json], header: Json, clock: Clock,
+                       parsed: Container[int]) -> S:
+        """`create(session_id, seed=seed, header=header, clock=clock)`, taking the seed entries at the indices in `parsed`
+        as parsed.
+
+        Those are Events that `parse_event` (or its fast form) built from their JSON envelopes in this
+        process, which nobody else has held since: the load gate's (`storage.gate`). Parsing one again
+        would give it back as it is, after the same envelope rules; every other rule a seed entry
+        is held to (contiguity, content, the surface) is checked as for any seed.
+        """
+        session = cls._new(session_id, None, header, clock, (), ())
+        session._seed(seed, parsed)
+        return session
+
+    def _seed(self, seed: Sequence[Event | Json], parsed: Container[int] = ()) -> None:
         """Replay the seed as the inherited prefix; seeding runs no validators or observers (history, not new work)."""
         # .1 A seed is a list of events (Event objects or their JSON envelopes).
         check(isinstance(seed, (list, tuple)), "SESSION-SEED-ACCEPTANCE.1", "the seed must be a list of events")
         for index, raw in enumerate(seed):
             try:
-                self._accept_seed_event(raw, index)
+                self._accept_seed_event(raw, index, parsed=index in parsed)
             except SpecViolation as violation:
                 raise violation.at(index=index) from None
         log = self._log
@@ -118,13 +133,17 @@ class SessionCore(ABC):
             marker = Event(END_SEED, len(log), read_clock(self._clock), FrozenDict())
             self._commit(marker, self._plan(marker))
 
-    def _accept_seed_event(self, raw: Event | Json, index: int) -> None:
-        """One seed entry, validated exactly as an append would validate it, plus envelope and contiguity."""
-        event = parse_event(raw, index)
-        # .2 Seqs are positions, so the seed is contiguous from 0.
-        check(event.seq == index, "SESSION-SEED-ACCEPTANCE.2",
-              f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0",
-              seq=event.seq, index=index)
+    def _accept_seed_event(self, raw: Event | Json, index: int, *, parsed: bool = False) -> None:
+        """One seed entry, validated exactly as an append would validate it, plus envelope and contiguity.
+
+        `parsed`: `raw` is an Event that `parse_event` built, and has passed every envelope rule already.
+        """
+        event = raw if parsed and type(raw) is Event else parse_event(raw, index)
+        # .2 Seqs are positions, so the seed is contiguous from 0 (the message is built only for a seed that breaks it).
+        if event.seq != index:
+            fail("SESSION-SEED-ACCEPTANCE.2",
+                 f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0",
+                 seq=event.seq, index=index)
         self._check_content(event, index=index)
         self._commit(event, self._plan(event, index=index))
 

@@ -104,7 +104,7 @@ _new_list, _fill_list = list.__new__, list.extend
 _set_item, _set_position = dict.__setitem__, list.__setitem__
 
 
-class _Slow(Exception):
+class Unvouched(Exception):
     """The fast path cannot vouch for the value: let `snapshot` decide, and raise if it must."""
 
 
@@ -116,31 +116,34 @@ def owned(value: object) -> Json:
     FrozenList), `str`, `bool`, `None`, safe `int`s and finite non-negative-zero `float`s, at
     most 64 levels deep; anything else is re-read by `snapshot` from the start.
     """
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return value
     try:
-        if kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
-            return _container(value, 0)
-        if kind is int and -_MAX <= value <= _MAX:  # type: ignore[operator]
-            return value
-        if kind is float:
-            return _float(value)  # type: ignore[arg-type]
-    except _Slow:
-        pass
-    return snapshot(value)
+        return owned_fast(value)
+    except Unvouched:
+        return snapshot(value)
+
+
+def owned_fast(value: object) -> Json:
+    """`owned(value)` where the fast path vouches for `value`; raises Unvouched where only `snapshot` may decide."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None or (kind is int and -_MAX <= value <= _MAX):  # type: ignore[operator]
+        return value
+    if kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
+        return _container(value, 0)
+    if kind is float:
+        return _float(value)  # type: ignore[arg-type]
+    raise Unvouched
 
 
 def _float(value: float) -> float:
     if math.isfinite(value) and (value != 0.0 or math.copysign(1.0, value) > 0):
         return value
-    raise _Slow
+    raise Unvouched
 
 
 def _container(source: Any, depth: int) -> Any:
     """Copy a dict or list in C, then check every item and put frozen copies in place of the containers."""
     if depth > _DEPTH:
-        raise _Slow
+        raise Unvouched
     if type(source) is dict or type(source) is FrozenDict:
         frozen: Any = _new_dict(FrozenDict)
         _fill_dict(frozen, source)
@@ -153,19 +156,19 @@ def _container(source: Any, depth: int) -> Any:
         put = _set_position
     for key, child in items:
         if type(key) is not str and put is _set_item:
-            raise _Slow
+            raise Unvouched
         kind = type(child)
         if kind is str or kind is bool or child is None:
             continue
         if kind is int:
             if not -_MAX <= child <= _MAX:
-                raise _Slow
+                raise Unvouched
         elif kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
             put(frozen, key, _container(child, depth + 1))
         elif kind is float:
             _float(child)
         else:
-            raise _Slow
+            raise Unvouched
     return frozen
 
 
@@ -262,7 +265,7 @@ def _marker(surface_op: Json) -> Any:
          rules=("SESSION-EVENT-ENVELOPE.7", *rule_ids("SESSION-CORE-EVENTS", 1, 2),
                 *rule_ids("SESSION-SURFACE-PROJECTION", 1, 4), *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 5)))
 def event_of(event_type: str, seq: int, time: int, data: Json, surface_op: Json, has_op: bool, sources: Json,
-             has_sources: bool, ignorable: bool) -> Event:
+             has_sources: bool, ignorable: bool, *, index: int | None = None) -> Event:
     """`envelope.build_event` for owned parts: the same Event, or the same SpecViolation.
 
     `event_type` has passed `check_type` (SESSION-EVENT-ENVELOPE.2 and .8: `live` checks it first, in
@@ -270,7 +273,7 @@ def event_of(event_type: str, seq: int, time: int, data: Json, surface_op: Json,
     metadata, and a surface event appended or replacing with a valid marker and valid provenance)
     are built directly; every other shape, valid or not, goes through `build_event` and its rules.
     The reference formats every rule's message as it checks, which made a replace's build cost
-    three times an append's.
+    three times an append's. `index` is the seed index a rejection names (`build_event`'s).
     """
     if event_type in SURFACE_TYPES:
         marker = _marker(surface_op) if has_op and not ignorable else None
@@ -283,7 +286,7 @@ def event_of(event_type: str, seq: int, time: int, data: Json, surface_op: Json,
     elif not has_op and not has_sources and event_type not in RETIRED_TYPES and event_type != END_SEED:
         return new_event(event_type, seq, time, data, None, None, ignorable)
     return build_event(event_type, seq, time, data, surface_op, sources, ignorable,
-                       has_surface_op=has_op, has_sources=has_sources)
+                       has_surface_op=has_op, has_sources=has_sources, index=index)
 
 
 # --- SESSION-MESSAGE-SHAPE ---------------------------------------------------------------------

@@ -12,8 +12,10 @@ when the suffix says nothing, by the file's magic bytes.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -94,20 +96,41 @@ def load(path: Path | str, *, catalog: Catalog | str | None = None, session_id: 
     return load_from(_reader(Path(path), session_id), str(path), catalog=_catalog(catalog), create=create)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (if it was on), and on again after it, however it ends.
+
+    A load builds a few hundred thousand containers (frozen JSON, events) and keeps every one: the
+    collector, which runs every 700 new containers and now and then walks all that were kept, finds
+    nothing to free in them (frozen lossless JSON holds no cycle, SESSION-LOSSLESS-JSON.6), and cost
+    a third of loading the 2,000-turn log (benchmarks/README.md). Whatever cyclic garbage the
+    process makes meanwhile is collected once the collector is back on.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def load_from(reader: Reader, path: str, *, catalog: Catalog, create: SessionFactory | None) -> LoadResult:
     """The load gate over what an open reader reads (a stored log, or a repair's result before it is committed)."""
     upgrades: list[LegacyUpgrade] = []
     events: list[Event] = []
     lines: list[int | None] = []
-    for line, event in gate_events(reader.records(), reader.header, path, catalog=catalog, upgrades=upgrades):
-        events.append(event)
-        lines.append(line)
-    recovered = 0
-    recovered_from = getattr(reader, "recovered_from", None)  # a zstd reader's torn final frame
-    if recovered_from is not None:
-        recovered = len(events) - recovered_from
-    return finish_load(path, reader.format, reader.header, events, lines, reader.torn, upgrades, recovered=recovered,
-                       revision=reader.revision, create=create)
+    with collector_paused():
+        for line, event in gate_events(reader.records(), reader.header, path, catalog=catalog, upgrades=upgrades):
+            events.append(event)
+            lines.append(line)
+        recovered = 0
+        recovered_from = getattr(reader, "recovered_from", None)  # a zstd reader's torn final frame
+        if recovered_from is not None:
+            recovered = len(events) - recovered_from
+        return finish_load(path, reader.format, reader.header, events, lines, reader.torn, upgrades,
+                           recovered=recovered, revision=reader.revision, create=create)
 
 
 def stream(path: Path | str, *, catalog: Catalog | str | None = None,

@@ -10,17 +10,18 @@ stored (no end-seed marker: resuming adds it through seeding, never loading).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sessionspec import live
 from sessionspec.catalog import DEFAULT_CATALOG, Catalog
-from sessionspec.envelope import Event, parse_event
+from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.header import validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_nonneg_safe_int
 from sessionspec.legacy import LegacyUpgrade, Upgrader
+from sessionspec.live.fastrecord import stored_event
 from sessionspec.live.fasttext import read_line
 from sessionspec.preview import shown
 from sessionspec.repair import closers as repair_closers
@@ -274,7 +275,7 @@ def gate_events(
     for line, raw in raw_events:
         seq = raw.get("seq") if isinstance(raw, dict) else None
         try:
-            event = parse_event(raw, seq if type(seq) is int else 0)
+            event = stored_event(raw, seq if type(seq) is int else 0)
         except SpecViolation as violation:
             raise located(violation, path, line=line, seq=seq) from None
         try:
@@ -296,9 +297,36 @@ def check_known(event: Event, catalog: Catalog, session_id: str, path: str, line
 
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """The seed indices of the stored events the gate parsed itself: all of them but those it upgraded.
+
+    The scanner holds the stored seqs to their positions (SESSION-STORAGE-SEQ.1), and every upgrade is
+    reported with its seq (SESSION-LEGACY-UPGRADE.5), so an event at an index of neither is the very Event
+    `gate_events` parsed. The closers come after the stored events, and seeding parses them itself.
+    """
+
+    stored: int
+    upgraded: frozenset[int]
+
+    def __contains__(self, index: object) -> bool:
+        return type(index) is int and 0 <= index < self.stored and index not in self.upgraded
+
+
 def closers_for(events: list[Event]) -> list[Event]:
-    """SESSION-STORAGE-LOAD.2: the repair closers of an open tail turn (sessionspec.repair)."""
-    return repair_closers(events)
+    """SESSION-STORAGE-LOAD.2: the repair closers of an open tail turn (sessionspec.repair).
+
+    A log whose last turn bound is a `turn/end`, or that has none, leaves no turn open, and
+    `repair.closers` finds nothing to close (SESSION-CRASH-REPAIR.1): that is read from the log's
+    end, not from a walk of the whole log. Its other rule, contiguous seqs (SESSION-SURFACE-FOLD.1),
+    the scanner has already held the stored log to (SESSION-STORAGE-SEQ.1).
+    """
+    for event in reversed(events):
+        if event.type == "turn/end":
+            return []
+        if event.type == "turn/start":
+            return repair_closers(events)
+    return []
 
 
 def finish_load(
@@ -315,10 +343,20 @@ def finish_load(
     create: SessionFactory | None = None,
 ) -> LoadResult:
     """Seed validation of the whole log (and its closers) by `create` (default: the store, `live`); no marker
-    (SESSION-STORAGE-LOAD.1). The oracle passes the reference model's `Session.create` to hold a log to the spec as code."""
+    (SESSION-STORAGE-LOAD.1). The oracle passes the reference model's `Session.create` to hold a log to the spec as code.
+
+    `events` are exactly what `gate_events` yielded for the log, and `upgrades` what it reported: the store's seeding
+    takes those events as parsed (`Parsed`)."""
     closers = closers_for(events)
+    seed = [*events, *closers]
     try:
-        session = (create or live.Session.create)(header["id"], seed=[*events, *closers], header=header, clock=lambda: 0)
+        if create is None:
+            # The store's seeding takes the events the gate parsed as parsed; what else it checks, it checks.
+            parsed: Container[int] = (Parsed(len(events), frozenset(upgrade.seq for upgrade in upgrades)) if upgrades
+                                      else range(len(events)))
+            session = live.Session._seeded_parsed(header["id"], seed, header, lambda: 0, parsed)
+        else:
+            session = create(header["id"], seed=seed, header=header, clock=lambda: 0)
     except SpecViolation as violation:
         index = violation.index
         line = lines[index] if index is not None and index < len(lines) else None
