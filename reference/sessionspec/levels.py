@@ -179,6 +179,10 @@ RULES: dict[str, Ground] = {
                                             "event always does; the upstream accepts it"),
     "SESSION-EVENT-ENVELOPE.8": Ground(REC, "decision: an empty type names no event; the upstream core accepts "
                                             "\"\" (notes §5.10) while its JSONL path refuses an empty segment"),
+    "SESSION-FORMAT-HEADER.3": Ground(R, "seed 004 §1: the header's id is the session's id (the upstream's header "
+                                         "validation, notes §1.3); the empty id, which the upstream's Session "
+                                         "accepts, is one its own JSONL and zstd stores cannot persist (encodeSegment "
+                                         "throws: notes §4.2 and §6 item 10)"),
     "SESSION-FORMAT-HEADER.11": Ground(REC, "decision 8: the header is closed, a new field is a version bump; the "
                                             "upstream keeps unknown keys on create and drops them in the store, so "
                                             "a header round-trips differently by path (notes §5.4)"),

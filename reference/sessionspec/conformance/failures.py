@@ -132,6 +132,8 @@ def _rule_of(d: Divergence) -> str:
 
 
 def _title(rule_id: str) -> str:
+    if rule_id == "?":
+        return "# (no rule names these: both sides accept and their answers differ in content; spec/10, Comparison)"
     rule = RULES.get(rule_id)
     return f"# {rule_id}: {rule.summary}" if rule is not None else f"# {rule_id}"
 
