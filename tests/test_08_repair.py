@@ -45,6 +45,24 @@ def test_balanced_and_empty_logs_get_no_closers() -> None:
     assert repair.closers(no_turn.events) == []
 
 
+def test_a_turn_or_step_without_a_number_is_closed_without_one_and_a_null_turn_opens_none() -> None:
+    # SESSION-CRASH-REPAIR.8: as the upstream's scan reads `data.turn` (notes §2.Q): a missing number is left out of
+    # the closers (JavaScript's undefined), a null turn opens no turn.
+    unnumbered = build([{"type": "turn/start", "data": {}},
+                        {"type": "step/start", "data": {"turn": 1}},
+                        {"type": "assistant/message", "data": {"message": assistant_message("a1", [tool_call_block("c1")])["message"]},
+                         "surfaceOp": "append"}])
+    out = repair.closers(unnumbered.events)
+    assert [e.type for e in out] == ["tool/result", "step/end", "turn/end"]
+    assert list(out[0].data) == ["message", "error"], "no turn and no step: both keys left out, the order kept"
+    assert dict(out[1].data) == {} and dict(out[2].data) == {"reason": {"kind": "interrupted"}}
+    assert repair.closers(repair.repaired(unnumbered.events)) == []
+    numbered_null = build([{"type": "turn/start", "data": {"turn": None}}, {"type": "step/start", "data": {"step": 1}}])
+    assert repair.closers(numbered_null.events) == []
+    null_step = build([{"type": "turn/start", "data": {"turn": 2}}, {"type": "step/start", "data": {"step": None}}])
+    assert [dict(e.data) for e in repair.closers(null_step.events)] == [{"turn": 2, "reason": {"kind": "interrupted"}}]
+
+
 def test_a_recorded_call_gets_outcome_unknown_and_an_unrecorded_one_not_started() -> None:
     # SESSION-CRASH-REPAIR.2 / .3
     events = interrupted(recorded=True)

@@ -179,6 +179,8 @@ RULES: dict[str, Ground] = {
                                             "event always does; the upstream accepts it"),
     "SESSION-EVENT-ENVELOPE.8": Ground(REC, "decision: an empty type names no event; the upstream core accepts "
                                             "\"\" (notes §5.10) while its JSONL path refuses an empty segment"),
+    "SESSION-CRASH-REPAIR.8": Ground(R, "the upstream's repair.ts (notes §2.Q): its scan holds `openTurn = data.turn` "
+                                        "and closes nothing when that is `null`; seed 000, Crash recovery"),
     "SESSION-FORMAT-HEADER.3": Ground(R, "seed 004 §1: the header's id is the session's id (the upstream's header "
                                          "validation, notes §1.3); the empty id, which the upstream's Session "
                                          "accepts, is one its own JSONL and zstd stores cannot persist (encodeSegment "

@@ -46,18 +46,41 @@ CONTINUES_LOG = define("SESSION-CRASH-REPAIR.5", K.INTERNAL,
 NEVER_ANSWERED_TWICE = define("SESSION-CRASH-REPAIR.6", K.INTERNAL,
                               "a call with a result anywhere in the log is never answered again")
 IDEMPOTENT = define("SESSION-CRASH-REPAIR.7", K.INTERNAL, "the repaired log is balanced: repairing it adds nothing")
+UNNUMBERED = define("SESSION-CRASH-REPAIR.8", K.INTERNAL,
+                   "a turn or step opened without a number is closed without one; a turn/start whose turn is null opens none")
 
 
 @dataclass(slots=True)
 class _Pending:
     """A call registered by an assistant tool-call block: its step, and the tool/call that recorded it."""
 
-    step: Json
+    step: Json | _Absent
     call_seq: int | None = None
 
 
 def _field(data: Json, key: str) -> Json:
     return data.get(key) if isinstance(data, dict) else None
+
+
+class _Absent:
+    """A turn or step number the log does not give (its key is missing, or its data is not an object)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Final = _Absent()
+
+
+def _number(data: Json, key: str) -> Json | _Absent:
+    """A turn or step number as the upstream's scan reads it (`data.turn`): the value when the key is there, `null`
+    included; ABSENT when it is not, which the upstream's closers then leave out (JavaScript's `undefined`)."""
+    return data[key] if isinstance(data, dict) and key in data else ABSENT
+
+
+def _numbered(**fields: Json | _Absent) -> dict[str, Json]:
+    """The closer's data with every ABSENT number left out, in the order given."""
+    return {key: value for key, value in fields.items() if value is not ABSENT}
 
 
 def _tool_call_ids(data: Json) -> list[str]:
@@ -108,18 +131,21 @@ def open_turn_closers(events: Iterable[Event], answered: AbstractSet[str | None]
     last turn/start on are as good as the whole log. `answered` holds the call of every tool/result
     in the whole log (SESSION-CRASH-REPAIR.6).
     """
-    in_turn, open_turn, open_step = False, None, None
+    # The open turn and step as the upstream's scan holds them: None when none is open (a turn/start whose turn is
+    # null opens none), ABSENT for one opened without a number (SESSION-CRASH-REPAIR.8).
+    open_turn: Json | _Absent = None
+    open_step: Json | _Absent = None
     pending: dict[str, _Pending] = {}
     for event in events:
         kind, data = event.type, event.data
         if kind == "turn/start":
-            in_turn, open_turn, open_step = True, _field(data, "turn"), None
+            open_turn, open_step = _number(data, "turn"), None
             pending.clear()
         elif kind == "turn/end":
-            in_turn, open_turn, open_step = False, None, None
+            open_turn, open_step = None, None
             pending.clear()
         elif kind == "step/start":
-            open_step = _field(data, "step")
+            open_step = _number(data, "step")
         elif kind == "step/end":
             open_step = None
             pending.clear()
@@ -127,7 +153,7 @@ def open_turn_closers(events: Iterable[Event], answered: AbstractSet[str | None]
             for call_id in _tool_call_ids(data):
                 # SESSION-CRASH-REPAIR.6: a call answered anywhere in the log (even before it, by a reused id) is not pending.
                 if call_id not in answered:
-                    pending[call_id] = _Pending(_field(data, "step"))
+                    pending[call_id] = _Pending(_number(data, "step"))
         elif kind == "tool/call":
             called = _call_id(_field(data, "callId"))
             entry = pending.get(called) if called is not None else None
@@ -138,7 +164,7 @@ def open_turn_closers(events: Iterable[Event], answered: AbstractSet[str | None]
             if result is not None:
                 pending.pop(result, None)
     # .1 A balanced (or empty) log has nothing to close.
-    if not in_turn:
+    if open_turn is None:
         return []
     out: list[Event] = []
     # .5 Closers continue the log; their time is the last event's, since no clock ran after the crash.
@@ -149,13 +175,13 @@ def open_turn_closers(events: Iterable[Event], answered: AbstractSet[str | None]
         seq += 1
     # .4 Then the open step, then the turn.
     if open_step is not None:
-        out.append(Event("step/end", seq, time, snapshot({"turn": open_turn, "step": open_step})))
+        out.append(Event("step/end", seq, time, snapshot(_numbered(turn=open_turn, step=open_step))))
         seq += 1
-    out.append(Event("turn/end", seq, time, snapshot({"turn": open_turn, "reason": {"kind": "interrupted"}})))
+    out.append(Event("turn/end", seq, time, snapshot(_numbered(turn=open_turn, reason={"kind": "interrupted"}))))
     return out
 
 
-def _closer_result(seq: int, time: int, turn: Json, entry: _Pending, call_id: str) -> Event:
+def _closer_result(seq: int, time: int, turn: Json | _Absent, entry: _Pending, call_id: str) -> Event:
     """SESSION-CRASH-REPAIR.3: the synthetic result, byte for byte the upstream's (data key order included)."""
     recorded = entry.call_seq is not None
     text = OUTCOME_UNKNOWN_TEXT if recorded else NOT_STARTED_TEXT
@@ -163,7 +189,7 @@ def _closer_result(seq: int, time: int, turn: Json, entry: _Pending, call_id: st
     message = {"id": f"interrupted-tool-result-{call_id}-{seq}", "role": "user",
                "source": {"kind": "tool", "callId": call_id}, "content": [block]}
     error = OUTCOME_UNKNOWN_ERROR if recorded else NOT_STARTED_ERROR
-    data = snapshot({"turn": turn, "step": entry.step, "message": message, "error": dict(error)})
+    data = snapshot(_numbered(turn=turn, step=entry.step, message=message, error=dict(error)))
     # TOOL_OUTCOME_UNKNOWN cites the tool/call it answers; a call never started has nothing to cite.
     sources = FrozenList([entry.call_seq]) if entry.call_seq is not None else None
     return Event(TOOL_RESULT, seq, time, data, APPEND, sources)

@@ -241,6 +241,9 @@ def scenarios() -> list[Case]:
     calling = assistant_message(content=[CALL], turn=0)
     open_turn = [seed_event(0), seed_event(1, type="step/start", data={"turn": 0, "step": 1}),
                  seed_event(2, type="assistant/message", data=calling, surfaceOp="append")]
+    uncalled = {key: value for key, value in calling.items() if key not in ("turn", "step")}
+    unnumbered = [seed_event(0, data={}), seed_event(1, type="step/start", data={}),
+                  seed_event(2, type="assistant/message", data=uncalled, surfaceOp="append")]
     return [
         Case("scenario-compaction", ("SESSION-SURFACE-REPLACE.3", "SESSION-SURFACE-REPLACE.4", "SESSION-READ-VIEWS.2",
                                      "SESSION-DERIVED-CACHE.1"), compaction, False, "tool-result pruning, then a compaction"),
@@ -255,6 +258,13 @@ def scenarios() -> list[Case]:
         Case("scenario-repair-balanced", ("SESSION-CRASH-REPAIR.1",),
              (create(), {"op": "repair", "events": [seed_event(0, type="plugin/note", data={})]}), False,
              "a log with no open turn gets no closers"),
+        Case("scenario-repair-unnumbered-turn", ("SESSION-CRASH-REPAIR.8",),
+             (create(), {"op": "repair", "events": unnumbered}), False,
+             "a turn and a step opened without numbers are closed without them"),
+        Case("scenario-repair-null-turn", ("SESSION-CRASH-REPAIR.8",),
+             (create(), {"op": "repair", "events": [seed_event(0, data={"turn": None}),
+                                                    seed_event(1, type="step/start", data={"step": 1})]}), False,
+             "a turn/start whose turn is null opens no turn: no closers"),
     ]
 
 
