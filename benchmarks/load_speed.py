@@ -19,12 +19,11 @@ of the load. With `--before REV`, the tree of that git revision (its `reference/
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import tempfile
 from pathlib import Path
 
-from repair_speed import CLI, Case, Cost, bench_log, earlier_tree, run
+from repair_speed import CLI, Case, Cost, arguments, bench_log, rows, run, sides
 
 LOAD = "import sys; from sessionspec import load; load(sys.argv[1])"
 IMPORT = "import sessionspec.storage, sessionspec.live"
@@ -40,24 +39,16 @@ def cases(before: bool) -> list[Case]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log", type=Path, help="the log (default: a bench log)")
-    parser.add_argument("--turns", type=int, default=2000, help="turns of the default log (default 2000)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    parser.add_argument("--before", metavar="REV", help="also run load of this git revision's tree, beside this one")
-    args = parser.parse_args()
+    args = arguments(__doc__ or "", "load")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         log = args.log or bench_log(folder, args.turns)
-        sides: dict[str, str | None] = {"now": None, "before": None}
-        if args.before:
-            (folder / "before").mkdir()
-            sides["before"] = earlier_tree(args.before, folder / "before")
+        paths = sides(args.before, folder)
         table = cases(args.before is not None)
         costs: dict[str, list[Cost]] = {case.name: [] for case in table}
         for _ in range(args.rounds):
             for case in table:
-                costs[case.name].append(run([*case.argv, str(log)], sides[case.side]))
+                costs[case.name].append(run([*case.argv, str(log)], paths[case.side]))
         report(log, table, costs, args)
 
 
@@ -65,18 +56,8 @@ def report(log: Path, table: list[Case], costs: dict[str, list[Cost]], args: arg
     print(f"{args.rounds} interleaved rounds, whole processes, medians (ratios: to `{BASE}` of the same round, "
           f"median and spread)" + (f"; before = {args.before}" if args.before else ""))
     print(f"\n{log.name}, {log.stat().st_size / 1e6:.1f} MB")
-    print(f"{'command':<26} {'CPU s':>7} {'x check':>8} {'(min-max)':>12} {'peak MB':>8} {'x check':>8} {'(min-max)':>12}")
-    base = costs[BASE]
-    for case in table:
-        got = costs[case.name]
-        cpu = sorted(c.cpu / b.cpu for c, b in zip(got, base, strict=True))
-        peak = sorted(c.peak / b.peak for c, b in zip(got, base, strict=True))
-        print(f"{case.name:<26} {statistics.median(c.cpu for c in got):>7.2f} {statistics.median(cpu):>8.2f} "
-              f"{f'{cpu[0]:.2f}-{cpu[-1]:.2f}':>12} {statistics.median(c.peak for c in got):>8.0f} "
-              f"{statistics.median(peak):>8.2f} {f'{peak[0]:.2f}-{peak[-1]:.2f}':>12}")
-    print(f"\n(this process's own peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; a child's "
-          "peak cannot be below what its parent held when it was started)")
-    ratio = statistics.median(sorted(c.cpu / b.cpu for c, b in zip(costs["load"], base, strict=True)))
+    rows(table, costs, costs[BASE])
+    ratio = statistics.median(sorted(c.cpu / b.cpu for c, b in zip(costs["load"], costs[BASE], strict=True)))
     print(f"\nbar: `load` within about 3x of `{BASE}` in CPU time; median ratio {ratio:.2f}")
 
 

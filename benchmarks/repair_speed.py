@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,21 +117,46 @@ def cases(before: bool) -> list[Case]:
     return table
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log", type=Path, help="the clean log (default: a bench log)")
+def arguments(description: str, what: str) -> argparse.Namespace:
+    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--log", type=Path, help="the (clean) log (default: a bench log)")
     parser.add_argument("--turns", type=int, default=2000, help="turns of the default log (default 2000)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    parser.add_argument("--before", metavar="REV", help="also run repair of this git revision's tree, beside this one")
-    args = parser.parse_args()
+    parser.add_argument("--before", metavar="REV", help=f"also run {what} of this git revision's tree, beside this one")
+    return parser.parse_args()
+
+
+def sides(before: str | None, folder: Path) -> dict[str, str | None]:
+    """The PYTHONPATH of each side: this tree (None: as installed), and the earlier one when `before` names it."""
+    out: dict[str, str | None] = {"now": None, "before": None}
+    if before:
+        (folder / "before").mkdir()
+        out["before"] = earlier_tree(before, folder / "before")
+    return out
+
+
+def rows(table: list[Case], costs: Mapping[str, list[Cost]], base: list[Cost]) -> None:
+    """One line a case: its median CPU and peak, and their ratios to `base` of the same round (median and spread)."""
+    print(f"{'command':<26} {'CPU s':>7} {'x check':>8} {'(min-max)':>12} {'peak MB':>8} {'x check':>8} {'(min-max)':>12}")
+    for case in table:
+        got = costs[case.name]
+        cpu = sorted(c.cpu / b.cpu for c, b in zip(got, base, strict=True))
+        peak = sorted(c.peak / b.peak for c, b in zip(got, base, strict=True))
+        print(f"{case.name:<26} {statistics.median(c.cpu for c in got):>7.2f} {statistics.median(cpu):>8.2f} "
+              f"{f'{cpu[0]:.2f}-{cpu[-1]:.2f}':>12} {statistics.median(c.peak for c in got):>8.0f} "
+              f"{statistics.median(peak):>8.2f} {f'{peak[0]:.2f}-{peak[-1]:.2f}':>12}")
+    print(f"\n(this process's own peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; a child's "
+          "peak cannot be below what its parent held when it was started)")
+
+
+def main() -> None:
+    args = arguments(__doc__ or "", "repair")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         clean = args.log or bench_log(folder, args.turns)
         logs = {"clean": clean, **dict(zip(("open", "torn"), crashed(clean, folder), strict=True))}
-        sides: dict[str, str | None] = {"now": None, "before": None}
-        if args.before:
-            (folder / "before").mkdir()
-            sides["before"] = earlier_tree(args.before, folder / "before")
+        paths = sides(args.before, folder)
         table = cases(args.before is not None)
         costs: dict[tuple[str, str], list[Cost]] = {}
         for _ in range(args.rounds):
@@ -140,7 +166,7 @@ def main() -> None:
                     if case.writes:
                         target = folder / f"copy-{log.name}"
                         shutil.copyfile(log, target)
-                    costs.setdefault((kind, case.name), []).append(run([*CLI, *case.argv, str(target)], sides[case.side]))
+                    costs.setdefault((kind, case.name), []).append(run([*CLI, *case.argv, str(target)], paths[case.side]))
         report(logs, table, costs, args)
 
 
@@ -150,17 +176,7 @@ def report(logs: dict[str, Path], table: list[Case], costs: dict[tuple[str, str]
           f"median and spread)" + (f"; before = {args.before}" if args.before else ""))
     for kind, log in logs.items():
         print(f"\n{kind}: {log.name}, {log.stat().st_size / 1e6:.1f} MB")
-        print(f"{'command':<26} {'CPU s':>7} {'x check':>8} {'(min-max)':>12} {'peak MB':>8} {'x check':>8} {'(min-max)':>12}")
-        base = costs[(kind, "check --jobs 1")]
-        for case in table:
-            got = costs[(kind, case.name)]
-            cpu = sorted(c.cpu / b.cpu for c, b in zip(got, base, strict=True))
-            peak = sorted(c.peak / b.peak for c, b in zip(got, base, strict=True))
-            print(f"{case.name:<26} {statistics.median(c.cpu for c in got):>7.2f} {statistics.median(cpu):>8.2f} "
-                  f"{f'{cpu[0]:.2f}-{cpu[-1]:.2f}':>12} {statistics.median(c.peak for c in got):>8.0f} "
-                  f"{statistics.median(peak):>8.2f} {f'{peak[0]:.2f}-{peak[-1]:.2f}':>12}")
-    print(f"\n(this process's own peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; a child's "
-          "peak cannot be below what its parent held when it was started)")
+        rows(table, {name: got for (at, name), got in costs.items() if at == kind}, costs[(kind, "check --jobs 1")])
     worst = max(statistics.median(sorted(getattr(c, field) / getattr(b, field) for c, b in zip(
         costs[(kind, "repair")], costs[(kind, "check --jobs 1")], strict=True))) for kind in logs for field in ("cpu", "peak"))
     print(f"\nbar: `repair` within 2x of `check --jobs 1` in CPU time and peak memory; worst median ratio {worst:.2f}")

@@ -14,7 +14,7 @@ import math
 
 import icontract
 from harness import ABSENT, accepts, outcome, pick
-from sessionspec.envelope import Event, Replace, append_request_parts, build_event, parse_sources
+from sessionspec.envelope import Event, Replace, append_request_parts, build_event, parse_event, parse_sources
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenList, snapshot
 from sessionspec.legacy import check_current
@@ -27,6 +27,7 @@ from sessionspec.live.fastpath import (
     request_parts,
     sources_hold,
 )
+from sessionspec.live.fastrecord import stored_event
 from sessionspec.shapes import check_message_shape
 from sessionspec.surface import plan_replace
 
@@ -253,3 +254,38 @@ def replace_fast_accept_implies_reference(size: int, results: int, first: int, l
     except SpecViolation:
         return True, False
     return True, (planned.first, planned.last) == landed
+
+
+_ENVELOPE_VALUES = (
+    ("type", ("turn/start", "user/message", "", 5, ABSENT)),
+    ("seq", (0, 3, -1, True, 2**53, ABSENT)),
+    ("time", (0, -5, 1.5, 2**53, ABSENT)),
+    ("data", ({}, None, [0], ABSENT)),
+    ("surfaceOp", (ABSENT, "append", None, {"op": "replace", "start": 0, "end": 0})),
+    ("ignorable", (ABSENT, True, False, 1)),
+    ("extra", (ABSENT, 0)),
+)
+"""Each envelope key with its values: first a valid one (of a log-only event, bare), then near misses of its rule."""
+
+
+@icontract.ensure(lambda result: result[0] == result[1], "stored_event returns what parse_event returns")
+def stored_event_is_parse_event(key: int, variant: int, key2: int, variant2: int, index: int) -> tuple[object, object]:
+    """For a stored record with at most two envelope keys changed, `stored_event` returns the reference's event or
+    raises its violation (SESSION-EVENT-ENVELOPE.1-.8, SESSION-CORE-EVENTS, SESSION-SURFACE-PROJECTION).
+
+    Guards against: the plain-record test taking a record the reference refuses (a bool seq, an unsafe time, an
+    empty type, `ignorable` that is not exactly true, an unknown key, no data) or building another event from it.
+    Its parts' own fast forms have their obligations (`owned_is_snapshot`, `event_of_is_build_event`).
+    """
+    picks = [0] * len(_ENVELOPE_VALUES)
+    picks[key % len(picks)] = variant
+    picks[key2 % len(picks)] = variant2
+    raw: dict[str, object] = {}
+    for (name, values), chosen in zip(_ENVELOPE_VALUES, picks, strict=True):
+        value = pick(chosen, values)
+        if value is not ABSENT:
+            raw[name] = value
+    if raw.get("type") == "user/message" and "data" in raw:
+        raw["data"] = _message("user/message", ())
+    at = pick(index, (0, 3))
+    return outcome(lambda: stored_event(raw, at)), outcome(lambda: parse_event(raw, at))

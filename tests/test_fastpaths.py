@@ -577,7 +577,8 @@ def test_prove_lists_an_obligation_for_each_fast_form_the_solver_can_carry() -> 
     listed = {o.name for o in proving.discover(Path(obligations.__file__).parent) if o.module == "obligations_fastpaths"}
     assert listed == {"sources_fast_accept_implies_reference", "message_shape_fast_accept_implies_reference",
                       "request_parts_is_the_reference", "event_of_is_build_event", "owned_is_snapshot",
-                      "replace_fast_accept_implies_reference", "current_fast_accept_implies_reference"}
+                      "replace_fast_accept_implies_reference", "current_fast_accept_implies_reference",
+                      "stored_event_is_parse_event"}
 
 
 @given(st.integers(-3, 40), st.integers(-3, 40), st.integers(-3, 40), st.booleans(), st.lists(st.integers(-3, 10), max_size=3))
@@ -589,6 +590,7 @@ def test_the_fast_path_obligations_hold_on_concrete_inputs(a: int, b: int, c: in
     obligations.owned_is_snapshot([a, b], raw)
     obligations.replace_fast_accept_implies_reference(a, b, c, a - b, flag, b, sorted({n % 8 for n in raw}), c)
     obligations.current_fast_accept_implies_reference(a, b, c, a + b, flag, not flag)
+    obligations.stored_event_is_parse_event(a, b, c, a + b, c)
 
 
 @pytest.mark.parametrize("data", [{"turn": 1, "trigger": {"kind": "user"}}, {"turn": 1, "trigger": "x"}])
