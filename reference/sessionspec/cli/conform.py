@@ -23,7 +23,7 @@ from typing import Any
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
 from sessionspec.cli.words import HelpFormatter, plural
-from sessionspec.conformance import failures, junit, report, runner, vectors
+from sessionspec.conformance import failures, junit, report, runner, selection, vectors
 from sessionspec.conformance.outcome import FAILED, Outcome, outcome
 from sessionspec.wire.trace import TraceError, read_trace
 
@@ -32,7 +32,9 @@ EPILOG = """examples:
   sessionspec conform --examples 200 --json report.json -- node my-testee.js
   sessionspec conform --failures known.txt --junit conform.xml -- ./testee
   sessionspec conform --level required --failures known.txt -- node adapters/dsh-session/testee.mjs
-  sessionspec conform --profile nightly --seconds 1800 -- ./testee"""
+  sessionspec conform --profile nightly --seconds 1800 -- ./testee
+  sessionspec conform --list | grep SESSION-SEED
+  sessionspec conform --run 'SESSION-LOSSLESS-TEXT.*' --skip 'machine:*' -- ./testee"""
 
 
 def register(subparsers: Any) -> None:
@@ -58,6 +60,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--traces", type=Path, metavar="DIR",
                         help="where divergence traces are written (default: a fresh directory per run, named in the report)")
     parser.add_argument("--verbose", action="store_true", help="show every divergence, not only each family once")
+    parser.add_argument("--list", action="store_true",
+                        help="list the selectable ids (vectors, rules, the machine's op families) with their levels; "
+                             "needs no testee")
+    parser.add_argument("--run", action="append", default=[], metavar="PATTERN",
+                        help="run only what matches this glob (a vector id, a rule id, machine:OP); repeatable")
+    parser.add_argument("--skip", action="append", default=[], metavar="PATTERN",
+                        help="leave out what matches this glob (as --run); repeatable; a pattern matching nothing is exit 2")
     parser.add_argument("testee", nargs=argparse.REMAINDER, metavar="-- TESTEE...", help="the testee command")
     parser.set_defaults(handler=run)
 
@@ -67,12 +76,39 @@ def _options(args: argparse.Namespace, command: list[str], entries: list[failure
         raise ValueError("--examples must be 0 or more")
     if (args.seconds is not None and args.seconds <= 0) or args.timeout <= 0 or args.deadline <= 0:
         raise ValueError("--seconds, --deadline and --timeout must be positive")
+    chosen = selection.Selection(tuple(args.run), tuple(args.skip))
+    if chosen.active:
+        chosen.check(vectors.load(args.vectors or vectors.DEFAULT_DIR))
     return runner.Options(command, examples=None if args.profile else args.examples, seconds=args.seconds,
                           profile=args.profile, timeout=args.timeout, deadline=args.deadline,
-                          vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces)
+                          vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces,
+                          selection=chosen)
+
+
+def _list(args: argparse.Namespace) -> int:
+    """`--list`: every selectable id with its level, aligned on a terminal, one tab-separated line each when piped."""
+    try:
+        found = vectors.load(args.vectors or vectors.DEFAULT_DIR)
+    except (OSError, ValueError) as error:
+        print(f"sessionspec conform: {error}", file=sys.stderr)
+        return runner.UNRUNNABLE
+    entries = selection.catalog(found)
+    if args.run or args.skip:
+        chosen = selection.Selection(tuple(args.run), tuple(args.skip))
+        try:
+            chosen.check(found)
+        except selection.SelectionError as error:
+            print(f"sessionspec conform: {error}", file=sys.stderr)
+            return runner.UNRUNNABLE
+        entries = [e for e in entries if chosen.wants([e.id, *e.rules])]
+    for line in selection.listing(entries, tty=sys.stdout.isatty()):
+        print(line)
+    return runner.OK
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list(args)
     command = list(args.testee)
     if command[:1] == ["--"]:
         command = command[1:]

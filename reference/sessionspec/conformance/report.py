@@ -46,6 +46,10 @@ def summary_lines(result: Result, outcome: Outcome) -> list[str]:
         top = fresh[0]
         lines.append(f"  next to implement: {top.name} [{top.level}] ({plural(len(top.vectors), 'vector')}"
                      f"{', and the machine' if top.machine else ''})")
+    if result.options is not None and result.options.selection.active:
+        left = result.options.selection.left_out
+        lines.append(f"  selected ({result.options.selection.describe()}): left out "
+                     + ("; ".join(left) if left else "nothing"))
     if result.stopped:
         lines.append(f"  STOPPED: {result.stopped}")
     if result.crash:

@@ -22,6 +22,7 @@ from typing import Any, Final
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.minimize import aftermath
 from sessionspec.conformance.search import collector_for_a_search, search
+from sessionspec.conformance.selection import Selection
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
 from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
@@ -58,6 +59,8 @@ class Options:
     traces_dir: Path | None = None
     """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
+    selection: Selection = field(default_factory=Selection)
+    """`--run`/`--skip` (conformance.selection): a selected run is partial, and its report says what it left out."""
 
 
 @dataclass
@@ -93,6 +96,8 @@ class Result:
     crash: str | None = None
     """The oracle's own failure, if the run could not complete because of it (the traceback's file is named)."""
     traces: Path | None = None
+    options: Options | None = None
+    """What the run was asked (the report's header says it)."""
 
     @property
     def passed(self) -> int:
@@ -149,6 +154,8 @@ def _run_vectors(exchange: Exchange, options: Options, result: Result, progress:
         result.partial = True
         return
     vectors = vector_files.load(options.vectors_dir)
+    if options.selection.active:
+        vectors, result.partial = options.selection.vectors(vectors), True
     for number, vector in enumerate(vectors):
         why = _unusable(exchange) or ("the run's deadline passed" if exchange.past_deadline else None)
         if why is not None:
@@ -197,7 +204,7 @@ def run(options: Options, *, trace: Trace | None = None, progress: Progress | No
     the run ended early, `crash` that the oracle itself failed."""
     end = time.monotonic() + options.deadline
     connection = Connection(options.command, timeout=options.timeout, deadline=end)
-    result = Result({})
+    result = Result({}, options=options)
     result.traces = options.traces_dir or fresh_directory()
     started = time.perf_counter()
     try:
@@ -227,7 +234,7 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
         result.partial = True
         return
     _run_vectors(exchange, options, result, progress)
-    if (options.examples == 0 and options.profile is None) or result.stopped is not None:
+    if (options.examples == 0 and options.profile is None) or result.stopped is not None or not options.selection.machine():
         result.partial = True
         return
     budget = end if options.seconds is None else min(end, time.monotonic() + options.seconds)
@@ -237,7 +244,7 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
                        deadline=budget, progress=progress)
     result.machine_seconds = time.perf_counter() - started
     result.examples, result.searched = found.examples, found.stopped is None
-    result.divergences.extend(found.found)
+    result.divergences.extend(options.selection.divergences(found.found) if options.selection.active else found.found)
     result.stopped = found.stopped or _unusable(exchange)
     if exchange.past_deadline:
         result.stopped = f"the run's deadline ({options.deadline:g} s) passed during the machine's search"

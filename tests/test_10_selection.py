@@ -1,0 +1,96 @@
+"""`conform --list`, `--run` and `--skip` (spec/10, "Selection"): stable ids, globs, no silent empty selection."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from sessionspec.cli import main
+from sessionspec.conformance import vectors as vector_files
+from sessionspec.conformance.selection import Selection, catalog, listing
+from sessionspec.wire.divergence import Divergence
+
+PY = sys.executable
+SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
+DOUBLE_MARKER = "planted:double-marker"
+"""Fails exactly two vectors (a created session's seq differs) and nothing else the vectors test."""
+ITS_VECTORS = ("SESSION-CORE-EVENTS.1-accept", "SESSION-APPEND-COMMIT.5-accept")
+
+
+def test_list_piped_is_one_tab_separated_line_per_id_with_its_level(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", "--list"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert all(len(row) == 3 for row in rows)
+    kinds = {kind for kind, _, _ in rows}
+    assert kinds == {"vector", "rule", "machine"}
+    vectors = {row[1] for row in rows if row[0] == "vector"}
+    assert vectors == {json.loads(path.read_text())["id"] for path in vector_files.DEFAULT_DIR.glob("*.json")}
+    levels = dict((row[1], row[2]) for row in rows)
+    assert levels["SESSION-CONFORMANCE-PROTOCOL.8"] == "recommended"
+    assert levels["SESSION-LOSSLESS-TEXT.2"] == "required"
+    assert levels["SESSION-MESSAGE-SHAPE.1"] == "required, recommended on append"
+    assert levels["machine:append"] == "required" and "optional" in levels["machine:fold"]
+
+
+def test_list_narrowed_by_a_pattern(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", "--list", "--run", "SESSION-SURFACE-REPLACE.2*"]) == 0
+    ids = {line.split("\t")[1] for line in capsys.readouterr().out.splitlines()}
+    assert {"SESSION-SURFACE-REPLACE.2", "SESSION-SURFACE-REPLACE.2-reject"} <= ids
+    assert "SESSION-SURFACE-REPLACE.1" not in ids
+
+
+@pytest.mark.parametrize("option", ["--run", "--skip"])
+def test_a_pattern_that_matches_nothing_is_exit_2_naming_it(option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conform", option, "SESSION-NO-SUCH.*", "--examples", "0", "--", *SERVE, "live"]) == 2
+    assert "'SESSION-NO-SUCH.*'" in capsys.readouterr().err
+    assert main(["conform", "--list", option, "typo-*"]) == 2
+    assert "'typo-*'" in capsys.readouterr().err
+
+
+def test_skipping_the_vectors_a_testee_fails_passes_and_says_what_it_left_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["conform", "--examples", "0", "--traces", str(tmp_path / "traces")]
+    assert main([*base, "--", *SERVE, DOUBLE_MARKER]) == 1
+    capsys.readouterr()
+    report = tmp_path / "report.json"
+    skips = [word for vector in ITS_VECTORS for word in ("--skip", vector)]
+    assert main([*base, *skips, "--json", str(report), "--", *SERVE, DOUBLE_MARKER]) == 0
+    out = capsys.readouterr().out
+    assert "left out 2 of 270 vectors" in out.replace(",", "")
+    data = json.loads(report.read_text())
+    assert data["vectors"]["total"] == 268 and data["vectors"]["failed"] == 0
+
+
+def test_run_by_rule_runs_its_vectors_only_and_fix_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report, known = tmp_path / "report.json", tmp_path / "known.txt"
+    known.write_text("")
+    argv = ["conform", "--examples", "5", "--run", "SESSION-SURFACE-REPLACE.2", "--json", str(report), "--traces", str(tmp_path / "t")]
+    assert main([*argv, "--", *SERVE, "live"]) == 0
+    data = json.loads(report.read_text())
+    ran = {c["name"] for c in data["cases"] if c["suite"] == "vectors"}
+    assert "SESSION-SURFACE-REPLACE.2-reject" in ran and "SESSION-SURFACE-REPLACE.1-reject" not in ran
+    assert data["machine"]["searched"], "a rule pattern selects the machine's families of that rule"
+    assert main([*argv, "--failures", str(known), "--fix", "--", *SERVE, "live"]) == 2
+    assert "--fix refused" in capsys.readouterr().err and known.read_text() == ""
+
+
+def test_a_machine_family_is_kept_when_its_op_and_rule_are_selected() -> None:
+    def found(op: str, rule: str) -> Divergence:
+        return Divergence("machine", "m", op, rule, "envelope", {}, {}, [])
+
+    chosen = Selection(run=("machine:append",), skip=("SESSION-EVENT-ENVELOPE.*",))
+    kept = chosen.divergences([found("append", "SESSION-SURFACE-REPLACE.1"), found("create", "SESSION-SURFACE-REPLACE.1"),
+                               found("append", "SESSION-EVENT-ENVELOPE.2")])
+    assert [(d.op, d.rule) for d in kept] == [("append", "SESSION-SURFACE-REPLACE.1")]
+    assert chosen.left_out and "machine families" in chosen.left_out[0]
+    assert Selection(skip=("machine:*",)).machine() is False
+    assert Selection(run=("SESSION-LOSSLESS-TEXT.1-reject",)).machine() is False
+    assert Selection(run=("SESSION-LOSSLESS-TEXT.*",)).machine() is True
+
+
+def test_list_on_a_terminal_is_grouped_by_kind() -> None:
+    three = [json.loads(p.read_text()) for p in sorted(vector_files.DEFAULT_DIR.glob("*.json"))[:3]]
+    lines = listing(catalog(three), tty=True)
+    assert lines[0] == "vectors (3):" and any(line.startswith("the machine's op families") for line in lines)
