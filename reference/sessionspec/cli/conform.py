@@ -23,7 +23,7 @@ from typing import Any
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
 from sessionspec.cli.words import HelpFormatter, plural
-from sessionspec.conformance import failures, junit, report, runner, selection, vectors
+from sessionspec.conformance import failures, junit, report, runner, selection, smoke, vectors
 from sessionspec.conformance.outcome import FAILED, Outcome, outcome
 from sessionspec.wire.trace import TraceError, read_trace
 
@@ -33,6 +33,7 @@ EPILOG = """examples:
   sessionspec conform --failures known.txt --junit conform.xml -- ./testee
   sessionspec conform --level required --failures known.txt -- node adapters/dsh-session/testee.mjs
   sessionspec conform --profile nightly --seconds 1800 -- ./testee
+  sessionspec conform --smoke -- node my-testee.js
   sessionspec conform --list | grep SESSION-SEED
   sessionspec conform --run 'SESSION-LOSSLESS-TEXT.*' --skip 'machine:*' -- ./testee"""
 
@@ -60,6 +61,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--traces", type=Path, metavar="DIR",
                         help="where divergence traces are written (default: a fresh directory per run, named in the report)")
     parser.add_argument("--verbose", action="store_true", help="show every divergence, not only each family once")
+    parser.add_argument("--smoke", action="store_true",
+                        help="check only that the adapter speaks the protocol (hello, each declared op, one answer a "
+                             "line, unknown ops refused), in seconds; findings are the adapter's")
     parser.add_argument("--list", action="store_true",
                         help="list the selectable ids (vectors, rules, the machine's op families) with their levels; "
                              "needs no testee")
@@ -83,6 +87,18 @@ def _options(args: argparse.Namespace, command: list[str], entries: list[failure
                           profile=args.profile, timeout=args.timeout, deadline=args.deadline,
                           vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces,
                           selection=chosen)
+
+
+def _smoke(command: list[str], timeout: float) -> int:
+    """`--smoke` (conformance.smoke): the protocol alone; 0 it is spoken, 1 findings (the adapter's), 2 no hello."""
+    try:
+        found = smoke.smoke(command, timeout=timeout)
+    except smoke.NoHello as error:
+        print(f"sessionspec conform --smoke: the testee could not be run: {error}", file=sys.stderr)
+        return runner.UNRUNNABLE
+    for line in smoke.lines(found, command):
+        print(line)
+    return runner.DIVERGED if found.findings else runner.OK
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -115,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         print("sessionspec conform: give the testee command after --", file=sys.stderr)
         return runner.UNRUNNABLE
+    if args.smoke:
+        return _smoke(command, args.timeout)
     entries: list[failures.Entry] = []
     try:
         if args.failures is not None and args.failures.exists():

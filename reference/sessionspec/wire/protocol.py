@@ -60,6 +60,10 @@ EXTENSION = define("SESSION-CONFORMANCE-PROTOCOL.6", K.UNSUPPORTED,
 LINE_BOUND = define("SESSION-CONFORMANCE-PROTOCOL.7", K.JSON, "a request line is at most 64 MiB")
 ORDER = define("SESSION-CONFORMANCE-PROTOCOL.8", K.INTERNAL,
                "a rejected request other than an append or a create reports the first failing check in spec/10's order")
+HELLO_FIELDS = define("SESSION-CONFORMANCE-PROTOCOL.9", K.INTERNAL,
+                      "hello answers its fields, and every op it declares is answered, not refused as unsupported")
+ONE_ANSWER = define("SESSION-CONFORMANCE-PROTOCOL.10", K.INTERNAL,
+                    "each request gets one answer line, in order, valid against answer.schema.json with its op's fields")
 
 Answer = dict[str, Any]
 
