@@ -122,11 +122,11 @@ def _alternatives(value: Any, options: list[Any], keyword: str, root: dict[str, 
         _check(value, option, root, name, path, found)
         results.append(found)
     valid = sum(not found for found in results)
+    fewest: list[str] = sorted(results, key=len)[0] if results else []
     if keyword == "oneOf" and valid != 1:
-        closest = min(results, key=lambda found: len(found)) if valid == 0 else [f"{path}: matches {valid} of the oneOf alternatives"]
-        out.extend(closest)
+        out.extend(fewest if valid == 0 else [f"{path}: matches {valid} of the oneOf alternatives"])
     elif keyword == "anyOf" and valid == 0:
-        out.extend(min(results, key=lambda found: len(found)))
+        out.extend(fewest)
 
 
 def _same(left: Any, right: Any) -> bool:
