@@ -11,7 +11,6 @@ and few vectors (the mechanisms: give-up, restart limit, oversized answers, proc
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import valid_report
 
 PY = sys.executable
 
@@ -103,7 +103,7 @@ def run_conform(tmp_path: Path, hostile: Hostile, *options: str) -> tuple[int, d
     assert "sessionspec/" not in "".join(line for line in done.stderr.splitlines() if line.lstrip().startswith("File ")), \
         done.stderr[-3000:]
     peak = int(done.stderr.strip().splitlines()[-1])
-    return done.returncode, json.loads(report.read_text()), seconds, peak, [int(p) for p in pids.read_text().split()]
+    return done.returncode, valid_report(report), seconds, peak, [int(p) for p in pids.read_text().split()]
 
 
 def alive(pid: int) -> bool:

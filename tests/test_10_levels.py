@@ -8,7 +8,6 @@ own rule, and a rejection with the kind of any of them is a divergence from the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from sessionspec.testing.seedsonly import SKIPPED
 from sessionspec.wire.oracle import ReferenceExecutor
 from sessionspec.wire.protocol import dumps
 from sessionspec.wire.verdict import APPEND_ORDER, SEED_ORDER, Breach, judge
+from support import valid_report
 
 SERVE = ["sessionspec", "serve", "--impl"]
 
@@ -45,7 +45,7 @@ def seeds_only_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     code = main(["conform", "--examples", "30", "--json", str(report), "--traces", str(directory), "--", *SERVE,
                  "planted:seeds-only"])
     assert code == 1
-    data: dict[str, Any] = json.loads(report.read_text())
+    data: dict[str, Any] = valid_report(report)
     return data
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sessionspec.cli import main
 from sessionspec.conformance import results
+from support import valid_report
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "adapters" / "results.json"
@@ -38,6 +39,7 @@ def test_a_run_of_ours_counts_what_its_row_says(tmp_path: Path, impl: str) -> No
     """The rows of our implementations stay current at every test run: the counts do not depend on the examples."""
     report = tmp_path / "report.json"
     assert main(["conform", "--examples", "2", "--json", str(report), "--", *SERVE, impl]) == 0
+    valid_report(report)
     assert main(["results", "--check", "--file", str(RESULTS), "--readme", str(README), str(report)]) == 0
 
 

@@ -21,6 +21,7 @@ from sessionspec.testing import planted
 from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.exchange import DivergenceFound
 from sessionspec.wire.verdict import Breach
+from support import valid_report
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -75,7 +76,7 @@ def test_our_testees_have_no_divergence(tmp_path: Path, impl: str) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
     code = main(["conform", "--examples", "4", "--json", str(report), "--junit", str(junit), "--", *SERVE, impl])
     assert code == 0
-    data = json.loads(report.read_text())
+    data = valid_report(report)
     assert {"testee", "vectors", "machine", "divergences", "unchecked"} <= set(data)
     assert data["testee"]["implementation"] == f"sessionspec-{impl}"
     assert data["vectors"]["failed"] == 0 and data["vectors"]["passed"] == len(list(vector_files.DEFAULT_DIR.glob("*.json")))
@@ -93,7 +94,7 @@ def three_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         code = main(argv)
-    return code, json.loads(report.read_text()), err.getvalue()
+    return code, valid_report(report), err.getvalue()
 
 
 def test_three_planted_deviations_are_three_families_each_shrunk_in_one_default_run(
@@ -129,7 +130,7 @@ def test_a_conform_run_finds_the_same_whatever_the_process_imported_before(
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             main(["conform", "--examples", "50", "--vectors", str(few_vectors), "--json", str(report), "--",
                   *SERVE, THREE])
-        data = json.loads(report.read_text())
+        data = valid_report(report)
         return data["machine"]["examples"], sorted((d["family"], json.dumps(d["trace"])) for d in data["divergences"])
 
     before = run("before")
@@ -173,7 +174,7 @@ def test_a_failure_list_naming_one_family_reports_the_others(
     listed, second = tmp_path / "known.txt", tmp_path / "second.json"
     listed.write_text(f"{found[0]['family']}  # known\n")
     assert main(["conform", "--json", str(second), "--failures", str(listed), "--", *SERVE, THREE]) == 1
-    again = {d["family"] for d in json.loads(second.read_text())["divergences"] if d["source"] == "machine"}
+    again = {d["family"] for d in valid_report(second)["divergences"] if d["source"] == "machine"}
     assert found[0]["family"] in again, "a listed family met again is reported as listed, so the entry is not stale"
     assert {d["family"] for d in found[1:]} <= again
 
@@ -205,7 +206,7 @@ def test_a_misbehaving_testee_is_a_divergence_of_its_own_kind_and_the_run_ends(
                  "--", *scripted(tmp_path, mode)])
     assert time.monotonic() - started < 60, "a bad testee held the run"
     assert code == 1
-    data = json.loads(report.read_text())
+    data = valid_report(report)
     assert data["vectors"] == {"passed": 0, "failed": 2, "skipped": 0, "total": 2}
     assert {d["actual"]["error"]["kind"] for d in data["divergences"]} == {kind}
     err = capsys.readouterr().err
@@ -232,7 +233,7 @@ def test_divergence_report_and_replay(tmp_path: Path, capsys: pytest.CaptureFixt
     code = main(["conform", "--examples", "0", "--json", str(report), "--traces", str(tmp_path / "traces"),
                  "--", *SERVE, "planted:provenance-unchecked"])
     assert code == 1
-    [found] = json.loads(report.read_text())["divergences"]
+    [found] = valid_report(report)["divergences"]
     assert found["source"] == "vector" and found["rule"] == "SESSION-SURFACE-PROVENANCE.6" and found["kind"] == "provenance"
     assert found["expected"]["ok"] is False and found["actual"]["ok"] is True and found["trace"][0]["op"] == "create"
     [trace] = (tmp_path / "traces").glob("*.json")
@@ -290,7 +291,7 @@ def test_a_testee_with_a_real_clock_passes_every_vector(tmp_path: Path) -> None:
     script.write_text(WALL_CLOCK)
     report = tmp_path / "report.json"
     assert main(["conform", "--examples", "20", "--json", str(report), "--", PY, str(script)]) == 0
-    data = json.loads(report.read_text())
+    data = valid_report(report)
     assert data["vectors"]["failed"] == 0 and data["vectors"]["passed"] > 100
     assert data["divergences"] == []
 
@@ -371,7 +372,7 @@ def test_planted_bugs_only_a_process_can_hand_over_are_caught_over_the_wire_unde
     report = tmp_path / "report.json"
     assert main(["conform", "--examples", "10", "--seconds", "8", "--json", str(report), "--", *SERVE,
                  f"planted:{variant}"]) == 1
-    found = json.loads(report.read_text())["divergences"]
+    found = valid_report(report)["divergences"]
     assert {d["op"] for d in found if d["source"] == "machine"} & {"x-append", "x-mutate", "append"}, found
 
 

@@ -11,6 +11,7 @@ from sessionspec.cli import main
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.selection import Selection, catalog, listing
 from sessionspec.wire.divergence import Divergence
+from support import valid_report
 
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -59,8 +60,10 @@ def test_skipping_the_vectors_a_testee_fails_passes_and_says_what_it_left_out(
     assert main([*base, *skips, "--json", str(report), "--", *SERVE, DOUBLE_MARKER]) == 0
     out = capsys.readouterr().out
     assert "left out 2 of 270 vectors" in out.replace(",", "")
-    data = json.loads(report.read_text())
+    data = valid_report(report)
     assert data["vectors"]["total"] == 268 and data["vectors"]["failed"] == 0
+    assert data["header"]["options"]["selection"]["skip"] == list(ITS_VECTORS)
+    assert any("2 of 270 vectors" in why for why in data["header"]["options"]["selection"]["leftOut"])
 
 
 def test_run_by_rule_runs_its_vectors_only_and_fix_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +71,7 @@ def test_run_by_rule_runs_its_vectors_only_and_fix_is_refused(tmp_path: Path, ca
     known.write_text("")
     argv = ["conform", "--examples", "5", "--run", "SESSION-SURFACE-REPLACE.2", "--json", str(report), "--traces", str(tmp_path / "t")]
     assert main([*argv, "--", *SERVE, "live"]) == 0
-    data = json.loads(report.read_text())
+    data = valid_report(report)
     ran = {c["name"] for c in data["cases"] if c["suite"] == "vectors"}
     assert "SESSION-SURFACE-REPLACE.2-reject" in ran and "SESSION-SURFACE-REPLACE.1-reject" not in ran
     assert data["machine"]["searched"], "a rule pattern selects the machine's families of that rule"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,19 @@ from typing import Any
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.progress import Progress
 from sessionspec.cli.words import HelpFormatter, plural
-from sessionspec.conformance import failures, junit, report, runner, selection, smoke, vectors
+from sessionspec.conformance import (
+    baseline,
+    failures,
+    header,
+    junit,
+    markdown,
+    regressions,
+    report,
+    runner,
+    selection,
+    smoke,
+    vectors,
+)
 from sessionspec.conformance.outcome import FAILED, Outcome, outcome
 from sessionspec.wire.trace import TraceError, read_trace
 
@@ -34,6 +47,7 @@ EPILOG = """examples:
   sessionspec conform --level required --failures known.txt -- node adapters/dsh-session/testee.mjs
   sessionspec conform --profile nightly --seconds 1800 -- ./testee
   sessionspec conform --smoke -- node my-testee.js
+  sessionspec conform --baseline main.json --json pr.json --markdown summary.md -- ./testee
   sessionspec conform --list | grep SESSION-SEED
   sessionspec conform --run 'SESSION-LOSSLESS-TEXT.*' --skip 'machine:*' -- ./testee"""
 
@@ -61,6 +75,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--traces", type=Path, metavar="DIR",
                         help="where divergence traces are written (default: a fresh directory per run, named in the report)")
     parser.add_argument("--verbose", action="store_true", help="show every divergence, not only each family once")
+    parser.add_argument("--baseline", type=Path, metavar="OLD.json",
+                        help="a previous --json report: only what it does not have fails the run; what it had and this "
+                             "run has not is listed as fixed")
+    parser.add_argument("--markdown", type=Path, metavar="FILE",
+                        help="write the summary as markdown (also appended to $GITHUB_STEP_SUMMARY when that is set)")
+    parser.add_argument("--verify", type=int, default=runner.Options.verify, metavar="N",
+                        help="replay each family's trace N times against fresh testees; one that does not show every "
+                             "time is reported as flaky, not as a divergence (default 0: off)")
     parser.add_argument("--smoke", action="store_true",
                         help="check only that the adapter speaks the protocol (hello, each declared op, one answer a "
                              "line, unknown ops refused), in seconds; findings are the adapter's")
@@ -78,6 +100,8 @@ def register(subparsers: Any) -> None:
 def _options(args: argparse.Namespace, command: list[str], entries: list[failures.Entry]) -> runner.Options:
     if args.examples is not None and args.examples < 0:
         raise ValueError("--examples must be 0 or more")
+    if args.verify < 0:
+        raise ValueError("--verify must be 0 or more")
     if (args.seconds is not None and args.seconds <= 0) or args.timeout <= 0 or args.deadline <= 0:
         raise ValueError("--seconds, --deadline and --timeout must be positive")
     chosen = selection.Selection(tuple(args.run), tuple(args.skip))
@@ -86,7 +110,17 @@ def _options(args: argparse.Namespace, command: list[str], entries: list[failure
     return runner.Options(command, examples=None if args.profile else args.examples, seconds=args.seconds,
                           profile=args.profile, timeout=args.timeout, deadline=args.deadline,
                           vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces,
-                          selection=chosen)
+                          selection=chosen, verify=args.verify)
+
+
+def _write_markdown(path: Path | None, text: str) -> None:
+    """`--markdown FILE`, and the job summary of a GitHub Actions step when `$GITHUB_STEP_SUMMARY` names one."""
+    if path is not None:
+        path.write_text(text, encoding="utf-8")
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as summary:
+            summary.write(text)
 
 
 def _smoke(command: list[str], timeout: float) -> int:
@@ -138,8 +172,9 @@ def run(args: argparse.Namespace) -> int:
         if args.failures is not None and args.failures.exists():
             entries = failures.parse(args.failures.read_text(encoding="utf-8"))
         options = _options(args, command, entries)
+        args.baseline_report = baseline.read(args.baseline) if args.baseline is not None else None
         trace = read_trace(args.replay) if args.replay is not None else None
-    except (OSError, UnicodeDecodeError, ValueError, TraceError) as error:
+    except (OSError, UnicodeDecodeError, ValueError, TraceError, baseline.BaselineError) as error:
         print(f"sessionspec conform: {error}", file=sys.stderr)
         return runner.UNRUNNABLE
     try:
@@ -154,13 +189,16 @@ def run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, command: list[str], result: runner.Result, entries: list[failures.Entry]) -> int:
     verdict = failures.judge(entries, result.divergences, searched=result.searched)
     judged = outcome(result, verdict, enforce=args.level)
+    comparison = None
+    if getattr(args, "baseline_report", None) is not None:
+        comparison = regressions.apply(judged, args.baseline_report, report.to_json(result, judged, command), args.baseline)
     lines = list(report.text(result, judged, command, verbose=args.verbose))
-    head = report.summary_lines(result, judged)
+    head = report.summary_lines(result, judged) + ([f"  {baseline.summary(comparison)}"] if comparison else [])
     for line in lines[: len(lines) - len(head)]:
         print(line, file=sys.stderr)
     for line in head:
         print(line)
-    written = _write_reports(args, command, result, judged)
+    written = _write_reports(args, command, result, judged, comparison)
     if args.fix and args.failures is not None:
         if result.partial or result.crash is not None:
             print("sessionspec conform: --fix refused on a partial run (replay, vectors or machine skipped, stopped)",
@@ -176,14 +214,20 @@ def _report(args: argparse.Namespace, command: list[str], result: runner.Result,
     return runner.UNRUNNABLE if result.stopped and not result.searched and result.partial else runner.OK
 
 
-def _write_reports(args: argparse.Namespace, command: list[str], result: runner.Result, judged: Outcome) -> bool:
-    """Write --json and --junit; False (with one line said) when a report cannot be written."""
+def _write_reports(args: argparse.Namespace, command: list[str], result: runner.Result, judged: Outcome,
+                   comparison: baseline.Comparison | None = None) -> bool:
+    """Write --json, --junit and --markdown (and $GITHUB_STEP_SUMMARY); False (with one line said) when a report
+    cannot be written."""
     try:
+        data = report.to_json(result, judged, command)
+        if comparison is not None:
+            data["baseline"] = comparison.to_json()
         if args.json is not None:
-            args.json.write_text(json.dumps(report.to_json(result, judged, command), indent=1, ensure_ascii=True,
-                                            default=str) + "\n", encoding="utf-8")
+            args.json.write_text(json.dumps(data, indent=1, ensure_ascii=True, default=str) + "\n", encoding="utf-8")
+        _write_markdown(args.markdown, markdown.summary(data, comparison))
         if args.junit is not None:
-            junit.write(args.junit, judged, str(result.testee.get("implementation", "?")))
+            junit.write(args.junit, judged, str(result.testee.get("implementation", "?")),
+                        header.properties(header.header(result, command), header.footer(result)))
     except (OSError, ValueError, RecursionError) as error:
         print(f"sessionspec conform: cannot write the report: {error}", file=sys.stderr)
         return False

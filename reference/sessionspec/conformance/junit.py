@@ -11,22 +11,26 @@ a run that stopped) is skipped with why. A failure's body is its divergence as J
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from sessionspec.conformance.outcome import EXPECTED, FAILED, SKIPPED, Case, Outcome
+from sessionspec.conformance.outcome import EXPECTED, FAILED, FLAKY, SKIPPED, Case, Outcome
 
 SUITES = ("vectors", "machine", "failure list", "runner")
 
 
-def write(path: Path, outcome: Outcome, testee: str) -> None:
+def write(path: Path, outcome: Outcome, testee: str, properties: Sequence[tuple[str, str]] = ()) -> None:
+    """`properties`: the report's header and footer (`conformance.header.properties`), on every suite."""
     report = JUnitXml(f"sessionspec conform [{testee}]")
     for name in SUITES:
         cases = [case for case in outcome.cases if case.suite == name]
         if not cases:
             continue
         suite = TestSuite(f"sessionspec-conformance.{name.replace(' ', '-')}")
+        for key, value in properties:
+            suite.add_property(key, value)
         for case in cases:
             suite.add_testcase(_testcase(case))
         suite.update_statistics()  # type: ignore[no-untyped-call]
@@ -47,4 +51,6 @@ def _testcase(case: Case) -> TestCase:
         junit.result = [Skipped(f"expected failure [{case.level}]: {case.message}"[:1000])]
     elif case.status == SKIPPED:
         junit.result = [Skipped(case.message[:1000])]
+    elif case.status == FLAKY:
+        junit.result = [Skipped(f"flaky [{case.level}]: {case.message}"[:1000])]
     return junit

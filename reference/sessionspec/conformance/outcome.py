@@ -21,7 +21,9 @@ from sessionspec.conformance.runner import Result, broken
 from sessionspec.wire.divergence import Divergence
 
 PASSED, SKIPPED, EXPECTED, FAILED = "passed", "skipped", "expected failure", "unexpected failure"
-STATUSES: Final = (PASSED, SKIPPED, EXPECTED, FAILED)
+FLAKY = "flaky"
+"""A family that did not show on every replay (`--verify`): its own count, neither passing nor failing."""
+STATUSES: Final = (PASSED, SKIPPED, EXPECTED, FAILED, FLAKY)
 
 
 @dataclass
@@ -101,7 +103,7 @@ def tally(result: Result) -> dict[str, RuleTally]:
     for vector in result.vectors:
         if vector.status != "skipped" and vector.level in reached:
             reached[vector.level].update(vector.rules)
-        found = vector.divergence
+        found = vector.divergence if vector.status != FLAKY else None
         if found is not None and found.level in failing:
             failing[found.level].add(found.named or found.rule or (vector.rules or ("",))[0])
     for found in result.divergences:
@@ -123,7 +125,7 @@ class Outcome:
     @property
     def numbers(self) -> dict[str, int]:
         return {"passed": self.count(PASSED), "skipped": self.count(SKIPPED), "expected": self.count(EXPECTED),
-                "unexpected": self.count(FAILED)}
+                "unexpected": self.count(FAILED), "flaky": self.count(FLAKY)}
 
 
 def outcome(result: Result, verdict: Verdict, *, enforce: str = "recommended") -> Outcome:
@@ -145,13 +147,16 @@ def outcome(result: Result, verdict: Verdict, *, enforce: str = "recommended") -
         return _message(found)
 
     cases = [Case("vectors", v.id, PASSED if v.status == "passed" else SKIPPED if v.status == "skipped" else
-                  status_of(v.divergence) if v.divergence is not None else FAILED, v.seconds,
+                  FLAKY if v.status == FLAKY else status_of(v.divergence) if v.divergence is not None else FAILED, v.seconds,
                   v.reason or (message_of(v.divergence) if v.divergence is not None else ""),
                   v.divergence.level if v.divergence else None, v.divergence)
              for v in result.vectors]
     machine = [d for d in result.divergences if d.source in ("machine", "replay")]
     cases.extend(Case("machine", d.family, status_of(d), 0.0, message_of(d), d.level, d) for d in machine)
     cases.append(_search_case(result))
+    cases.extend(Case("machine", f.family, FLAKY, message=f"showed in {f.reproduced} of {f.replays} replays of its trace "
+                      f"against a fresh testee: flaky, not counted", level=f.divergence.level, divergence=f.divergence)
+                 for f in result.flaky if f.divergence.source != "vector")
     cases.extend(Case("failure list", stale, FAILED, message="a listed divergence no longer shows: remove the entry")
                  for stale in verdict.stale)
     if result.crash is not None:

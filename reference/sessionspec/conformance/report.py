@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
+from sessionspec.conformance.header import footer, header
 from sessionspec.conformance.outcome import EXPECTED, FAILED, Family, Outcome
 from sessionspec.conformance.runner import Result, broken
 from sessionspec.preview import preview
@@ -50,6 +51,9 @@ def summary_lines(result: Result, outcome: Outcome) -> list[str]:
         left = result.options.selection.left_out
         lines.append(f"  selected ({result.options.selection.describe()}): left out "
                      + ("; ".join(left) if left else "nothing"))
+    for flaky in result.flaky:
+        lines.append(f"  FLAKY [{flaky.divergence.level}] {flaky.family}: showed in {flaky.reproduced} of {flaky.replays} "
+                     f"replays (not counted; trace: {flaky.divergence.replay})")
     if result.stopped:
         lines.append(f"  STOPPED: {result.stopped}")
     if result.crash:
@@ -139,7 +143,7 @@ def to_json(result: Result, outcome: Outcome, command: Sequence[str]) -> dict[st
     """The --json report (spec/10, "Reports")."""
     numbers = outcome.numbers
     return {
-        "format": FORMAT, "testee": result.testee, "command": list(command), "summary": numbers,
+        "format": FORMAT, "header": header(result, command), "testee": result.testee, "command": list(command), "summary": numbers,
         "vectors": {"passed": result.passed, "failed": result.failed,
                     "skipped": sum(v.status == "skipped" for v in result.vectors), "total": len(result.vectors)},
         "machine": {"examples": result.examples, "searched": result.searched,
@@ -158,4 +162,6 @@ def to_json(result: Result, outcome: Outcome, command: Sequence[str]) -> dict[st
         "cases": [{"suite": c.suite, "name": c.name, "status": c.status, "seconds": round(c.seconds, 4),
                    "level": c.level, "message": c.message} for c in outcome.cases],
         "divergences": [d.to_json() for d in result.divergences],
+        "flaky": [f.to_json() for f in result.flaky],
+        "footer": footer(result),
     }

@@ -23,6 +23,7 @@ from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.minimize import aftermath
 from sessionspec.conformance.search import collector_for_a_search, search
 from sessionspec.conformance.selection import Selection
+from sessionspec.conformance.verify import Flaky, verify
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
 from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
@@ -60,6 +61,8 @@ class Options:
     """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
     selection: Selection = field(default_factory=Selection)
+    verify: int = 0
+    """`--verify N`: each family's trace replayed N times against fresh testees; one not shown every time is flaky."""
     """`--run`/`--skip` (conformance.selection): a selected run is partial, and its report says what it left out."""
 
 
@@ -97,6 +100,8 @@ class Result:
     """The oracle's own failure, if the run could not complete because of it (the traceback's file is named)."""
     traces: Path | None = None
     options: Options | None = None
+    flaky: list[Flaky] = field(default_factory=list)
+    """Families that did not show on every replay (`--verify`): neither passing nor divergences."""
     """What the run was asked (the report's header says it)."""
 
     @property
@@ -249,6 +254,12 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
     if exchange.past_deadline:
         result.stopped = f"the run's deadline ({options.deadline:g} s) passed during the machine's search"
     _follow(exchange, result, progress)
+    if options.verify and not result.stopped:
+        result.divergences, result.flaky = verify(exchange, result.divergences, options.verify, progress)
+        flaky = {f.family for f in result.flaky}
+        for vector in result.vectors:
+            if vector.divergence is not None and vector.divergence.family in flaky:
+                vector.status = "flaky"
 
 
 FOLLOWED: Final = 4
@@ -293,7 +304,7 @@ def _write_traces(result: Result, options: Options) -> None:
     """Each divergence's requests as a trace file, for the one-line reproduction (a file that cannot be written
     leaves its divergence without one, never the run without a report)."""
     assert result.traces is not None
-    for found in result.divergences:
+    for found in [*result.divergences, *(flaky.divergence for flaky in result.flaky)]:
         if found.source == "replay" and options.replay is not None:
             found.replay = str(options.replay)
             continue
