@@ -29,6 +29,7 @@ COMMANDS: Final = {
     "serve": "serve an implementation as a conformance testee (SCP v0 on stdin/stdout)",
     "results": "the conformance table: one row per implementation, from conform --json reports",
     "diff": "compare two conform --json reports: new, fixed and still-failing families and vectors",
+    "merge": "join the --json reports of a sharded conform run (--shard I/N) into the report of the whole",
     "replay": "re-execute a trace (from conform, the machine or explore) and compare it with the reference",
     "vectors": "generate or check the conformance vectors (spec/vectors/)",
     "explore": "explore every state up to a depth against the reference model, checking the invariants",

@@ -83,6 +83,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--verify", type=int, default=runner.Options.verify, metavar="N",
                         help="replay each family's trace N times against fresh testees; one that does not show every "
                              "time is reported as flaky, not as a divergence (default 0: off)")
+    parser.add_argument("--seed", type=int, default=runner.Options.seed, metavar="S",
+                        help="the machine's seed: round N is generated from S + N (default 0; printed in every report)")
+    parser.add_argument("--shard", type=_shard, metavar="I/N",
+                        help="run part I of N (the vectors by index, the machine's rounds by number); "
+                             "sessionspec merge joins the parts' --json reports into the whole's")
     parser.add_argument("--smoke", action="store_true",
                         help="check only that the adapter speaks the protocol (hello, each declared op, one answer a "
                              "line, unknown ops refused), in seconds; findings are the adapter's")
@@ -110,7 +115,7 @@ def _options(args: argparse.Namespace, command: list[str], entries: list[failure
     return runner.Options(command, examples=None if args.profile else args.examples, seconds=args.seconds,
                           profile=args.profile, timeout=args.timeout, deadline=args.deadline,
                           vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces,
-                          selection=chosen, verify=args.verify)
+                          selection=chosen, verify=args.verify, seed=args.seed, shard=args.shard)
 
 
 def _write_markdown(path: Path | None, text: str) -> None:
@@ -133,6 +138,18 @@ def _smoke(command: list[str], timeout: float) -> int:
     for line in smoke.lines(found, command):
         print(line)
     return runner.DIVERGED if found.findings else runner.OK
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """`I/N` with 1 <= I <= N."""
+    part, _, whole = text.partition("/")
+    try:
+        shard = int(part), int(whole)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: write I/N, e.g. 1/4") from None
+    if not 1 <= shard[0] <= shard[1]:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: I must be from 1 to N")
+    return shard
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -188,6 +205,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, command: list[str], result: runner.Result, entries: list[failures.Entry]) -> int:
     verdict = failures.judge(entries, result.divergences, searched=result.searched)
+    narrowed = result.options is not None and (result.options.selection.active or result.options.shard is not None)
+    if narrowed:
+        ran = {v.id for v in result.vectors if v.status != "skipped"}
+        verdict = selection.narrowed_verdict(entries, result.divergences, ran, searched=result.searched)
     judged = outcome(result, verdict, enforce=args.level)
     comparison = None
     if getattr(args, "baseline_report", None) is not None:

@@ -62,6 +62,10 @@ class Options:
     skip_vectors: bool = False
     selection: Selection = field(default_factory=Selection)
     verify: int = 0
+    seed: int = 0
+    """`--seed S`: the machine's round N is generated from seed S + N, so N machines with N seeds search apart."""
+    shard: tuple[int, int] | None = None
+    """`--shard I/N`: this run is part I of N (vectors by index, the machine's rounds by number); `merge` joins them."""
     """`--verify N`: each family's trace replayed N times against fresh testees; one not shown every time is flaky."""
     """`--run`/`--skip` (conformance.selection): a selected run is partial, and its report says what it left out."""
 
@@ -161,6 +165,8 @@ def _run_vectors(exchange: Exchange, options: Options, result: Result, progress:
     vectors = vector_files.load(options.vectors_dir)
     if options.selection.active:
         vectors, result.partial = options.selection.vectors(vectors), True
+    if options.shard is not None:
+        vectors, result.partial = vectors[options.shard[0] - 1::options.shard[1]], True
     for number, vector in enumerate(vectors):
         why = _unusable(exchange) or ("the run's deadline passed" if exchange.past_deadline else None)
         if why is not None:
@@ -246,7 +252,7 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
     started = time.perf_counter()
     with collector_for_a_search():
         found = search(exchange, result.testee, examples=options.examples, profile=options.profile,
-                       deadline=budget, progress=progress)
+                       deadline=budget, progress=progress, seed=options.seed, shard=options.shard)
     result.machine_seconds = time.perf_counter() - started
     result.examples, result.searched = found.examples, found.stopped is None
     result.divergences.extend(options.selection.divergences(found.found) if options.selection.active else found.found)

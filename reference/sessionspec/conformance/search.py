@@ -153,8 +153,11 @@ def _round(machine: type[Any], chosen: settings, number: int) -> None:
     seed(number)(test)()
 
 
-def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile: str | None, deadline: float | None, progress: Callable[[str, int, int], None] | None = None) -> Search:
-    """Every divergence family the machine finds before `deadline`, each minimized and followed."""
+def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile: str | None, deadline: float | None, progress: Callable[[str, int, int], None] | None = None, seed: int = 0, shard: tuple[int, int] | None = None) -> Search:
+    """Every divergence family the machine finds before `deadline`, each minimized and followed.
+
+    Round `number` is generated from the seed `seed + number` (`--seed`); with `shard` (I, N), only the rounds
+    whose number is I-1 modulo N run, so the N shards of a run search, between them, the rounds it searches."""
     extensions = testee.get("extensions")
     listed = extensions if isinstance(extensions, list) else []
     machine = testee_machine(exchange, hooks=HOOKS in listed, inprocess=INPROCESS in listed, deadline=deadline)
@@ -169,7 +172,9 @@ def search(exchange: Exchange, testee: Answer, *, examples: int | None, profile:
                     progress(f"machine: round {number + 1} of {rounds}", number, rounds)
                 if exchange.past_deadline or exchange.gave_up or (deadline is not None and time.monotonic() > deadline):
                     break
-                _round(machine, machine_settings(min(ROUND, budget - number * ROUND), profile), number)
+                if shard is not None and number % shard[1] != shard[0] - 1:
+                    continue
+                _round(machine, machine_settings(min(ROUND, budget - number * ROUND), profile), seed + number)
     except SearchOver as over:  # the budget is spent (no `why`), or the run's deadline passed mid-example
         result.stopped = over.why
     except Exception as error:  # the machine's own fault: what was found is kept

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sessionspec.conformance.failures import Entry as Listed
+from sessionspec.conformance.failures import Verdict, judge
 from sessionspec.levels import ground_of
 from sessionspec.rules import RULES
 from sessionspec.wire.divergence import Divergence
@@ -163,3 +165,13 @@ def listing(entries: Sequence[Entry], *, tty: bool) -> list[str]:
         lines.extend(f"  {e.id:<{width}}  [{e.level}]  {e.about[:80]}" for e in chosen)
         lines.append("")
     return lines[:-1]
+
+
+def narrowed_verdict(entries: Sequence[Listed], divergences: list[Divergence], ran: set[str], *,
+                     searched: bool) -> Verdict:
+    """The failure list's verdict on a narrowed run (`--run`, `--skip`, `--shard`): every entry still lists what it
+    matches, but only an entry of a vector the run ran can be stale; an entry of a family or a rule may be about
+    what the run left out (another shard's vectors, a skipped rule), so it is not judged stale here."""
+    verdict = judge(entries, divergences, searched=searched)
+    judged = judge([entry for entry in entries if entry.key in ran], divergences, searched=searched)
+    return Verdict(verdict.expected, verdict.unexpected, judged.stale, verdict.entries)
