@@ -36,6 +36,12 @@ for line in sys.stdin.buffer:
     answer = json.loads(answer_line(executor, line))
     request = json.loads(line) if line.startswith(b"{") else None
     op = request.get("op") if isinstance(request, dict) else None
+    if fault == "starter" and op == "hello":
+        answer["ops"] = ["hello", "create", "append"]
+    if fault == "starter" and op in ("snapshot", "fold", "repair"):
+        answer = {"ok": False, "error": {"kind": "unsupported", "message": "not yet", "rule": None}}
+    if fault == "undeclared-answered" and op == "hello":
+        answer["ops"] = ["hello", "create", "append", "snapshot"]
     if fault == "pretty":
         print(json.dumps(answer, indent=1), flush=True)
         continue
@@ -63,6 +69,7 @@ FAULTS = {
     "no-event": "SESSION-CONFORMANCE-PROTOCOL.10",
     "bad-kind": "SESSION-CONFORMANCE-PROTOCOL.10",
     "twice": "SESSION-CONFORMANCE-PROTOCOL.10",
+    "undeclared-answered": "SESSION-CONFORMANCE-PROTOCOL.2",
 }
 """Each planted fault and the protocol rule its smoke run must name."""
 
@@ -84,6 +91,14 @@ def test_each_adapter_fault_is_named_by_its_rule_and_is_the_adapters(
     assert findings, "a planted fault must be found"
     assert any(line.startswith(FAULTS[fault] + ":") for line in findings), findings
     assert all("the adapter's fault" in line for line in findings)
+
+
+def test_a_starter_adapter_of_hello_create_and_append_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32's starter testee: it declares hello, create and append, and refuses the rest as unsupported."""
+    script = tmp_path / "adapter.py"
+    script.write_text(ADAPTER)
+    assert main(["conform", "--smoke", "--", PY, str(script), "starter"]) == 0, capsys.readouterr().out
+    assert "speaks SCP v0" in capsys.readouterr().out
 
 
 def test_a_testee_that_cannot_answer_hello_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
