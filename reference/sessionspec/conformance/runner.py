@@ -61,13 +61,13 @@ class Options:
     """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
     selection: Selection = field(default_factory=Selection)
+    """`--run`/`--skip` (conformance.selection): a selected run is partial, and its report says what it left out."""
     verify: int = 0
+    """`--verify N`: each family's trace replayed N times against fresh testees; one not shown every time is flaky."""
     seed: int = 0
     """`--seed S`: the machine's round N is generated from seed S + N, so N machines with N seeds search apart."""
     shard: tuple[int, int] | None = None
     """`--shard I/N`: this run is part I of N (vectors by index, the machine's rounds by number); `merge` joins them."""
-    """`--verify N`: each family's trace replayed N times against fresh testees; one not shown every time is flaky."""
-    """`--run`/`--skip` (conformance.selection): a selected run is partial, and its report says what it left out."""
 
 
 @dataclass
@@ -104,9 +104,9 @@ class Result:
     """The oracle's own failure, if the run could not complete because of it (the traceback's file is named)."""
     traces: Path | None = None
     options: Options | None = None
+    """What the run was asked (the report's header says it)."""
     flaky: list[Flaky] = field(default_factory=list)
     """Families that did not show on every replay (`--verify`): neither passing nor divergences."""
-    """What the run was asked (the report's header says it)."""
 
     @property
     def passed(self) -> int:
