@@ -17,7 +17,10 @@ from __future__ import annotations
 import ast
 import io
 import math
+import os
 import re
+import shutil
+import sqlite3
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +29,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sessionspec import storage
+import hostile
+import zstandard
+from sessionspec import cli, storage
 from sessionspec.envelope import parse_event
 from sessionspec.fork import fork
 from sessionspec.invariants import Companion, replay
@@ -36,7 +41,9 @@ from sessionspec.provider import provider_findings
 from sessionspec.repair import closers, repaired
 from sessionspec.requestheader import canonical_header, fold_request_context, fold_request_header, header_equals
 from sessionspec.rules import kind_of
+from sessionspec.storage.chunkrows import pack
 from sessionspec.storage.layout import encode_segment, project_key
+from sessionspec.storage.sqlite import decode_seqs
 from sessionspec.surface import fold
 from sessionspec.testing import builders
 from sessionspec.testing.implementations import factory
@@ -118,12 +125,72 @@ class Files:
     def jsonl(self, *records: Any, header: Any = None, name: str = "log.jsonl") -> Path:
         """A JSONL log: the session header line of session `s` (or `header`), then each record, one line each (a str
         is written as it is, anything else as compact JSON)."""
-        first = {"type": "session", "version": 0, "id": "s", "createdAt": 0} if header is None else header
+        first = {"type": "session", **HEADER, "delegationDepth": 0} if header is None else header
         lines = [item if isinstance(item, str) else dumps(item).decode() for item in (first, *records)]
         return self.text("".join(line + "\n" for line in lines), name)
 
+    def path(self, name: str) -> Path:
+        """A path in the example's folder, not yet written."""
+        return self.root / name
+
+    def saved(self, name: str, *events: Any) -> Path:
+        """A log of session `s` written by `storage.save` through the backend `name`'s suffix names."""
+        path = self.root / name
+        storage.save(path, HEADER, events)
+        return path
+
+    def fixture(self, name: str) -> Path:
+        """A copy of the storage fixture `name` (tests/fixtures/storage/)."""
+        path = self.root / name
+        shutil.copyfile(FIXTURES / name, path)
+        return path
+
+    def expanding_zstd(self, frames: int, per_frame: int) -> Path:
+        """tests/hostile.py's zstd log: an open turn, then `frames` frames of `per_frame` `"turn/end"` lines."""
+        return hostile.expanding_zstd(self.root, frames, per_frame)
+
     def close(self) -> None:
         self._folder.cleanup()
+
+
+HEADER = {"version": 0, "id": "s", "createdAt": 0}
+"""The session header of the logs an example writes."""
+
+
+def sql(path: Path, statement: str) -> None:
+    """Run one SQL statement on the database at `path` and commit it: another writer's change."""
+    db = sqlite3.connect(path)
+    try:
+        db.executescript(statement)
+        db.commit()
+    finally:
+        db.close()
+
+
+def compress(data: bytes, *, checksum: bool = True) -> bytes:
+    """One zstd frame of `data`, with its content checksum unless told otherwise."""
+    return zstandard.ZstdCompressor(write_checksum=checksum).compress(data)
+
+
+def check(path: Path) -> int:
+    """The exit code of `sessionspec check PATH` (its report goes to the captured stdout)."""
+    return cli.main(["check", str(path)])
+
+
+def text_chunks(count: int, *, first: int = 0, gap: int = 10) -> list[Any]:
+    """`count` `assistant/chunk` text deltas of turn 1, step 1, block 0, seqs from `first`, `gap` ms apart."""
+    return [builders.envelope("assistant/chunk", first + k, {"turn": 1, "step": 1, "chunk": {
+        "type": "text-delta", "index": 0, "text": f"t{k}"}}, time=k * gap) for k in range(count)]
+
+
+def text_row(seq0: int, members: int = 3) -> dict[str, Any]:
+    """A valid packed `text-chunks` row of `members` empty deltas at `seq0` (tests/hostile.py's `chunk_row`)."""
+    return hostile.chunk_row(seq0, members)
+
+
+def turn_end(seq: int, turn: int = 1) -> dict[str, Any]:
+    """A completed `turn/end` envelope at `seq`: what makes an earlier defect corruption, not a torn tail."""
+    return builders.envelope("turn/end", seq, {"turn": turn, "reason": {"kind": "completed"}})
 
 
 SURFACE_TYPES = ("user/message", "assistant/message", "tool/result")
@@ -192,9 +259,12 @@ def namespace(side: str, files: Files) -> dict[str, Any]:
         json_equal=json_equal, reduce=reduce, log=log, plain=plain, serve_lines=serve_lines, send=send, line=line,
         append=lambda *args, **kwargs: names["s"].append(*args, **kwargs),
         Session=SimpleNamespace(create=create_session), executor=executor,
-        text_file=files.text, jsonl=files.jsonl, fixture=lambda name: FIXTURES / name,
+        text_file=files.text, jsonl=files.jsonl, fixture=files.fixture, path=files.path, saved=files.saved,
+        expanding_zstd=files.expanding_zstd, HEADER=HEADER, sql=sql, compress=compress, check=check, os=os,
+        text_chunks=text_chunks, text_row=text_row, turn_end=turn_end, pack=pack, decode_seqs=decode_seqs,
         load=lambda path, **kwargs: storage.load(path, create=create_session, **kwargs),
-        save=storage.save, repair=storage.repair,
+        save=lambda path, header, events=(): storage.save(path, header, events) and None,
+        repair=lambda path, **kwargs: storage.repair(path, create=create_session, **kwargs),
     )
     return names
 

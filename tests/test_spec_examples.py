@@ -44,7 +44,7 @@ def test_every_rule_line_has_one_example() -> None:
 
 
 def scratch_spec(tmp_path: Path, rule: str, old: str, new: str) -> Example:
-    """A copy of spec/ whose one example of `rule` has `old` changed to `new`, and that example as read from it."""
+    """A copy of spec/ whose example of `rule` has each `old` changed to `new`, and that example as read from it."""
     copy = tmp_path / "spec"
     shutil.copytree(SPEC, copy)
     for path in copy.glob("*.md"):
@@ -52,7 +52,7 @@ def scratch_spec(tmp_path: Path, rule: str, old: str, new: str) -> Example:
         line = next((line for line in text.splitlines() if line.startswith(f"- **{rule}** ")), None)
         if line is not None:
             assert old in line, f"{rule}'s line has no {old!r}"
-            path.write_text(text.replace(line, line.replace(old, new, 1)), encoding="utf-8")
+            path.write_text(text.replace(line, line.replace(old, new)), encoding="utf-8")
     return next(example for example in examples(copy) if example.rule == rule)
 
 
@@ -70,7 +70,7 @@ def test_a_changed_example_fails(tmp_path: Path, rule: str, old: str, new: str) 
 
 
 def test_an_example_without_a_case_or_reason_fails(tmp_path: Path) -> None:
-    changed = scratch_spec(tmp_path, "SESSION-EVENT-ENVELOPE.8", "`", "")
+    changed = scratch_spec(tmp_path, "SESSION-EVENT-ENVELOPE.8", " → ", " is refused by ")
     assert not changed.runs and changed.not_executable is None
     with pytest.raises(AssertionError, match="states no case"):
         test_example(changed, "model")
