@@ -223,6 +223,7 @@ def namespace(side: str, files: Files) -> dict[str, Any]:
     def send(request: Mapping[str, Any]) -> Any:
         answer = executor.run(thaw(request))
         names["s"] = executor.session
+        names["sent"].append((thaw(request), answer))
         return answer
 
     def line(text: str | bytes) -> Any:
@@ -255,7 +256,7 @@ def namespace(side: str, files: Files) -> dict[str, Any]:
         Companion=Companion, provider_findings=provider_findings, canonical_header=canonical_header,
         header_equals=header_equals, fold_request_header=fold_request_header,
         fold_request_context=fold_request_context, encode_segment=encode_segment, project_key=project_key,
-        s=executor.session, create=create, append_user=append_user, compact=compact,
+        s=executor.session, sent=[], create=create, append_user=append_user, compact=compact,
         json_equal=json_equal, reduce=reduce, log=log, plain=plain, serve_lines=serve_lines, send=send, line=line,
         append=lambda *args, **kwargs: names["s"].append(*args, **kwargs),
         Session=SimpleNamespace(create=create_session), executor=executor,
@@ -340,11 +341,14 @@ def _compare(outcome: str, result: Any, names: dict[str, Any]) -> str | None:
     return None if got == expected else f"gave {got!r}, not {expected!r}"
 
 
-def run(example: Example, side: str) -> list[str]:
-    """What went wrong running `example` on `side`, one line per case that did not get its outcome."""
+def run(example: Example, side: str, sent: list[Any] | None = None) -> list[str]:
+    """What went wrong running `example` on `side`, one line per case that did not get its outcome; the requests
+    its cases sent, each with its answer, are added to `sent` when it is given."""
     files = Files()
     try:
         names = namespace(side, files)
+        if sent is not None:
+            names["sent"] = sent
         problems = []
         for case in example.cases:
             try:

@@ -8,11 +8,16 @@ executable example is reported until it has one. The notation is `tests/specexam
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
+from sessionspec.testing.implementations import factory
+from sessionspec.wire.executor import Executor
 from specexamples import SIDES, SPEC, Example, examples, run
 
 FOUND = examples()
@@ -79,3 +84,88 @@ def test_an_example_without_a_case_or_reason_fails(tmp_path: Path) -> None:
 def test_the_notation_counts_reasons() -> None:
     reasons = [example.not_executable for example in FOUND if not example.runs]
     assert all(reason and re.search(r"\w", reason) for reason in reasons)
+
+
+# --- spec/10 and its schemas agree (issue 35, item 5) ----------------------------------------------
+
+SHAPE_RULES = ("SESSION-CONFORMANCE-PROTOCOL.1", "SESSION-CONFORMANCE-PROTOCOL.4", "SESSION-CONFORMANCE-PROTOCOL.5")
+"""The rules that refuse a request for its shape alone: what the request schema describes."""
+
+
+def request_schema() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads((SPEC / "schema" / "request.schema.json").read_text()))
+
+
+def written_requests() -> list[tuple[str, Any, Any]]:
+    """Every request the spec writes, with the reference's answer: those its examples send (each chapter's), and
+    every JSON object with an `op` written in a code span of spec/10."""
+    found: list[tuple[str, Any, Any]] = []
+    for example in FOUND:
+        if not any('"op"' in case.left for case in example.cases):
+            continue
+        sent: list[Any] = []
+        run(example, "model", sent)
+        found += [(example.rule, request, answer) for request, answer in sent]
+    executor = Executor(factory("model"), "model")
+    executor.run({"op": "create", "id": "s", "seed": None, "header": None})
+    for span in re.findall(r"`([^`]+)`", (SPEC / "10-conformance.md").read_text(encoding="utf-8")):
+        try:
+            request = json.loads(span)
+        except ValueError:
+            continue
+        if isinstance(request, dict) and isinstance(request.get("op"), str):
+            found.append(("spec/10 text", request, executor.run(request)))
+    return found
+
+
+def test_every_request_the_spec_writes_agrees_with_the_request_schema() -> None:
+    """The schema refuses every request whose shape the protocol refuses (SESSION-CONFORMANCE-PROTOCOL.1, .4, .5), and
+    refuses nothing the reference accepts: a testee may validate its requests by it."""
+    schema = request_schema()
+    requests = written_requests()
+    assert len({where for where, _, _ in requests}) >= 15 and any(where == "spec/10 text" for where, _, _ in requests)
+    for where, request, answer in requests:
+        rule = None if answer["ok"] else answer["error"]["rule"]
+        if schema.is_valid(request):
+            assert rule not in SHAPE_RULES, (where, request, answer)
+        else:
+            assert not answer["ok"], (where, request, answer)
+
+
+@pytest.mark.parametrize("request_", [
+    {"op": "append", "type": "x/a", "data": {}, "x-validator": "violation"},
+    {"op": "append", "type": "x/a", "data": {}, "x-clock": "reentrant"},
+    {"op": "append", "type": "x/a", "data": {"k": [1]}, "x-mutate-input": "data"},
+    {"op": "append", "type": "x/a", "data": {}, "x-time": -5},
+    {"op": "snapshot", "x-messages": False}, {"op": "hello", "x-time": 1}, {"op": "x-rebuild"},
+    {"op": "x-mutate", "target": "everything"}, {"op": "x-append", "request": {"type": "x/a", "data": {}}},
+], ids=lambda request: "-".join(str(key) for key in request if key.startswith("x-") or key == "op"))
+def test_every_extension_value_spec10_lists_is_in_the_request_schema(request_: dict[str, Any]) -> None:
+    executor = Executor(factory("model"), "model")
+    executor.run({"op": "create", "id": "s", "seed": None, "header": None})
+    answer = executor.run(request_)
+    assert request_schema().is_valid(request_), request_
+    assert answer.get("error", {}).get("rule") not in ("SESSION-CONFORMANCE-PROTOCOL.6", *SHAPE_RULES), answer
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_the_clock_and_failure_shape_spec10_states(side: str) -> None:
+    """spec/10, "Our testee's clock" and the failure answer, as written there."""
+    executor = Executor(factory(side), side)
+    assert executor.run({"op": "create", "id": "s", "seed": None, "header": None}) == {"ok": True, "firstLiveSeq": 0, "seq": 0}
+    assert executor.run({"op": "snapshot"})["header"]["createdAt"] == 1_700_000_000_001
+    refused = executor.run({"op": "append", "type": "", "data": {}})
+    assert refused == {"ok": False, "error": {"kind": "envelope", "message": "event type must not be empty",
+                                              "rule": "SESSION-EVENT-ENVELOPE.8", "seq": 0}}
+    assert executor.run({"op": "append", "type": "x/a", "data": {}})["event"]["time"] == 1_700_000_000_002
+    assert executor.run({"op": "append", "type": "x/a", "data": {}, "x-time": 5})["event"]["time"] == 5
+    assert executor.run({"op": "append", "type": "x/a", "data": {}})["event"]["time"] == 1_700_000_000_003
+    later = executor.run({"op": "append", "type": "user/message", "data": {}, "surfaceOp": "append"})
+    assert later["error"]["rule"] == "SESSION-MESSAGE-SHAPE.1"  # refused after step 6: its reading is used
+    assert executor.run({"op": "append", "type": "x/a", "data": {}})["event"]["time"] == 1_700_000_000_005
+    seeded = executor.run({"op": "create", "id": "s", "seed": [], "header": None})
+    assert seeded == {"ok": True, "firstLiveSeq": 0, "seq": 1}
+    assert executor.run({"op": "snapshot"})["events"][0]["time"] == 1_700_000_000_002
+    gap = executor.run({"op": "create", "id": "s", "seed": [{"type": "x/a", "seq": 0, "time": 0, "data": {}},
+                                                            {"type": "x/a", "seq": 2, "time": 0, "data": {}}], "header": None})
+    assert gap["error"]["rule"] == "SESSION-SEED-ACCEPTANCE.2" and gap["error"]["index"] == 1 and "index" not in gap
