@@ -172,6 +172,13 @@ def compress(data: bytes, *, checksum: bool = True) -> bytes:
     return zstandard.ZstdCompressor(write_checksum=checksum).compress(data)
 
 
+def damage_page(path: Path, page: int) -> None:
+    """Overwrite the 4,096-byte page `page` (0 is the first) of the file at `path` with 0xFF, as a failing disk may."""
+    data = bytearray(path.read_bytes())
+    data[page * 4096:(page + 1) * 4096] = b"\xff" * 4096
+    path.write_bytes(bytes(data))
+
+
 def check(path: Path) -> int:
     """The exit code of `sessionspec check PATH` (its report goes to the captured stdout)."""
     return cli.main(["check", str(path)])
@@ -261,7 +268,7 @@ def namespace(side: str, files: Files) -> dict[str, Any]:
         append=lambda *args, **kwargs: names["s"].append(*args, **kwargs),
         Session=SimpleNamespace(create=create_session), executor=executor,
         text_file=files.text, jsonl=files.jsonl, fixture=files.fixture, path=files.path, saved=files.saved,
-        expanding_zstd=files.expanding_zstd, HEADER=HEADER, sql=sql, compress=compress, check=check, os=os,
+        expanding_zstd=files.expanding_zstd, HEADER=HEADER, sql=sql, damage_page=damage_page, storage=storage, compress=compress, check=check, os=os,
         text_chunks=text_chunks, text_row=text_row, turn_end=turn_end, pack=pack, decode_seqs=decode_seqs,
         load=lambda path, **kwargs: storage.load(path, create=create_session, **kwargs),
         save=lambda path, header, events=(): storage.save(path, header, events) and None,
@@ -287,10 +294,11 @@ def plain(value: Any) -> Any:
 def evaluate(left: str, names: dict[str, Any]) -> Any:
     """Run LEFT's statements and return the value of its last one when it is an expression; a request is sent."""
     tree = ast.parse(left, mode="exec")
-    if not tree.body or not isinstance(tree.body[-1], ast.Expr):  # a last statement that is no expression gives None
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr):  # a last statement that is no expression gives None
         exec(compile(tree, "<example>", "exec"), names)
         return None
-    last = tree.body.pop()
+    tree.body.pop()
     exec(compile(tree, "<example>", "exec"), names)
     value = eval(compile(ast.Expression(last.value), "<example>", "eval"), names)
     if isinstance(value, Mapping) and isinstance(value.get("op"), str):

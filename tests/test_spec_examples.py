@@ -81,9 +81,15 @@ def test_an_example_without_a_case_or_reason_fails(tmp_path: Path) -> None:
         test_example(changed, "model")
 
 
-def test_the_notation_counts_reasons() -> None:
-    reasons = [example.not_executable for example in FOUND if not example.runs]
-    assert all(reason and re.search(r"\w", reason) for reason in reasons)
+MOST_NOT_EXECUTABLE = 10
+"""The escape hatch stays one: of 186 examples, 3 cannot run (a SIGKILL trial, an injected fsync failure, a repair
+with a cut made wrong on purpose); a rule that joins them needs a reason a reviewer accepts, and this number raised."""
+
+
+def test_an_example_that_cannot_run_says_why_and_they_are_few() -> None:
+    reasons = {example.rule: example.not_executable for example in FOUND if not example.runs}
+    assert all(reason and len(reason.split()) >= 5 for reason in reasons.values()), reasons
+    assert len(reasons) <= MOST_NOT_EXECUTABLE, reasons
 
 
 # --- spec/10 and its schemas agree (issue 35, item 5) ----------------------------------------------
