@@ -82,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _lenient(sys.stderr)
     words = list(sys.argv[1:] if argv is None else argv)
     command = command_of(words)
+    if command == "conform":  # a run keeps its report whatever stops it, its own imports included
+        importlib.import_module("sessionspec.conformance.stopping").note_signals()
     parser, commands = _parsers(command if command in COMMANDS else None)
     args, extra = parser.parse_known_args(words)
     if extra:  # said by the command's own parser, with its usage, not the top level's

@@ -249,6 +249,8 @@ def run(options: Options, *, trace: Trace | None = None, progress: Progress | No
     started = time.perf_counter()
     exchange: Exchange | None = None
     try:
+        if received() is not None:  # noted before the run began (`stopping.note_signals`): it stops here, reported
+            raise Interrupted(received() or 0)
         result.testee = hello(connection)
         result.capabilities = Capabilities.declared(result.testee)
         exchange = Exchange(connection, deadline=end, capabilities=result.capabilities)

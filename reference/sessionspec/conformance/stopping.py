@@ -50,15 +50,24 @@ def received() -> int | None:
     return _State.received
 
 
+def note_signals() -> None:
+    """From the start of the process, a stopping signal is noted rather than fatal: the command's own imports take a
+    second or more, and a CI's timeout may come then; the run that follows stops at once and says so."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOPS:
+            signal.signal(signum, _handler)
+
+
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
     """SIGTERM, SIGINT and SIGHUP stop the run inside the block (`Interrupted`) instead of killing the process; the
-    handlers before it are restored after. Only the main thread can take signals: elsewhere the block does nothing."""
+    handlers before it are restored after. A signal noted before the block (`note_signals`) stops the run as soon as it
+    starts (`runner.run` asks `received`). Only the main thread can take signals: elsewhere the block does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    _State.received, _State.raising = None, True
     previous = {signum: signal.signal(signum, _handler) for signum in STOPS}
+    _State.raising = True
     try:
         yield
     finally:
