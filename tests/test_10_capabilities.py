@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +73,17 @@ Run = tuple[int, dict[str, Any], str]
 
 
 def conform(tmp_path: Path, testee: list[str], *options: str) -> Run:
-    """A short run (the vectors and a few machine examples): its exit code, its --json report, what it printed."""
-    report = tmp_path / "report.json"
+    """A short run (the vectors and a few machine examples): its exit code, its --json report, what it printed; its
+    JUnit report's not-applicable cases are checked to be skipped with why."""
+    report, junit = tmp_path / "report.json", tmp_path / "report.xml"
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["conform", "--examples", "5", "--json", str(report), "--traces", str(tmp_path / "traces"),
-                     *options, "--", *testee])
-    return code, json.loads(report.read_text()), out.getvalue()
+        code = main(["conform", "--examples", "5", "--json", str(report), "--junit", str(junit), "--traces",
+                     str(tmp_path / "traces"), *options, "--", *testee])
+    data = json.loads(report.read_text())
+    skipped = [e.get("message", "") for e in ET.parse(junit).iter("skipped")]
+    assert sum(message.startswith("not applicable: ") for message in skipped) == data["summary"]["notApplicable"]
+    return code, data, out.getvalue()
 
 
 def _run(factory: pytest.TempPathFactory, ops: str, pad: str = "-") -> Run:

@@ -178,3 +178,21 @@ def test_a_failure_list_that_does_not_exist_is_exit_2_unless_fix_writes_it(
     missing = tmp_path / "known.txt"
     assert main(["conform", "--failures", str(missing), "--", PY, "-m", "sessionspec.cli", "serve"]) == 2
     assert f"no failure list at {missing}" in capsys.readouterr().err
+
+
+def test_fix_lists_what_the_reference_accepts_under_no_rule_never_under_the_vectors_recommended_ground(
+        tmp_path: Path) -> None:
+    """A starter refusing a seeded create diverged at the first step of SESSION-CORE-EVENTS.1-reject; `--fix` wrote it
+    under "=== required" with CORE-EVENTS.1's recommended ground (issue 35)."""
+    from sessionspec.conformance import failures
+    from sessionspec.wire.divergence import Divergence
+
+    found = Divergence("vector", "SESSION-CORE-EVENTS.1-reject", "create", None, "unsupported", {"ok": True},
+                       {"ok": False, "error": {"kind": "unsupported"}}, [], answered="unsupported", level="required")
+    listed = tmp_path / "known.txt"
+    failures.rewrite(listed, [found])
+    text = listed.read_text()
+    required = text.split("# === required")[1]
+    assert "SESSION-CORE-EVENTS.1-reject unsupported" in required
+    assert "the reference accepts the request" in required
+    assert "recommended because" not in text and "decision: the marker" not in text
