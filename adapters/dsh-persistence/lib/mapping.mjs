@@ -26,9 +26,11 @@ export const MESSAGES = [
   { pattern: /^corrupt session log "[^]*": requested id "[^]*" does not match header id /, kind: "header", rule: "SESSION-STORAGE-HEADER.5" },
   { pattern: /^corrupt session log "[^]*": header id cannot name a storage path$/, kind: "header", rule: "SESSION-STORAGE-LAYOUT.3" },
   { pattern: /^cannot encode an empty path segment$/, kind: "header", rule: "SESSION-STORAGE-LAYOUT.3" },
-  // Committed region of the JSONL scanner: a defect followed by a turn/end (SESSION-TORN-TAIL.2).
-  { pattern: /^corrupt session log: unparsable committed event at line (\d+)$/, kind: "json", rule: null, line: 1 },
-  { pattern: /^corrupt session log: seq gap in committed region at line (\d+) \(expected \d+, got -?\d+\)$/, kind: "seq", rule: "SESSION-STORAGE-SEQ.1", line: 1 },
+  // Committed region of the JSONL scanner: a defect followed by a turn/end (SESSION-TORN-TAIL.2). The
+  // scanner counts event lines from 1 after the header (its `eventLine`); the protocol's line is the
+  // file's, header included, so `lineOffset` adds the header line.
+  { pattern: /^corrupt session log: unparsable committed event at line (\d+)$/, kind: "json", rule: null, line: 1, lineOffset: 1 },
+  { pattern: /^corrupt session log: seq gap in committed region at line (\d+) \(expected (\d+), got -?\d+\)$/, kind: "seq", rule: "SESSION-STORAGE-SEQ.1", line: 1, lineOffset: 1, seq: 2 },
   // Zstandard frames (zstd.ts).
   { pattern: /^empty or header-less Zstandard session log$/, kind: "header", rule: "SESSION-ZSTD-FRAMES.2" },
   { pattern: /^corrupt Zstandard session log: first frame is not exactly one header line$/, kind: "header", rule: "SESSION-ZSTD-FRAMES.2" },
@@ -87,7 +89,7 @@ export function matchMessage(text) {
     const found = entry.pattern.exec(text);
     if (found === null) continue;
     const answer = { kind: entry.kind, rule: entry.rule };
-    if (entry.line !== undefined) answer.line = Number(found[entry.line]);
+    if (entry.line !== undefined) answer.line = Number(found[entry.line]) + (entry.lineOffset ?? 0);
     if (entry.seq !== undefined) answer.seq = Number(found[entry.seq]);
     return answer;
   }

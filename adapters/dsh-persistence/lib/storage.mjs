@@ -190,7 +190,9 @@ export class StorageExecutor extends Executor {
     const marker = stored.tornMarker;
     if (marker === undefined) return null;
     if (format === "sqlite") return { line: null, seq: marker };
-    const seq = stored.events.length - marker.recoveredEvents.length;
+    // The first seq the log does not hold: after the events recovered from a torn zstd frame, which
+    // load returns and repair writes again.
+    const seq = stored.events.length;
     return { line: format === "jsonl" ? await tornLine(path, marker.truncateTo) : null, seq };
   }
 
