@@ -15,7 +15,7 @@
 
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { link, lstat, mkdir, open, rm } from "node:fs/promises";
+import { link, lstat, mkdir, open, readdir, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { createZstdDecompress } from "node:zlib";
 
@@ -121,8 +121,40 @@ export async function openBackend(format, where) {
   };
 }
 
-/** A fresh root beside `path` (so a hard link between them works), removed by `drop()`. */
+const SCRATCH = /^\.dsh-persistence-(\d+)-[0-9a-f]{12}$/;
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error?.code === "EPERM";
+  }
+}
+
+/** Remove the scratch roots a killed testee left beside `path` (its pid is in the name, and gone). */
+async function removeStaleRoots(directory) {
+  let names = [];
+  try {
+    names = await readdir(directory);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const found = SCRATCH.exec(name);
+    if (found !== null && Number(found[1]) !== process.pid && !alive(Number(found[1]))) {
+      await rm(join(directory, name), { recursive: true, force: true }).catch(() => {});
+    }
+  }
+}
+
+/**
+ * A fresh root beside `path` (so a hard link between them works), removed by `drop()`. An
+ * attached log keeps its root until it is detached, so a testee killed while attached leaves it:
+ * the next testee to work in that directory removes it.
+ */
 export async function siblingRoot(path) {
+  await removeStaleRoots(dirname(path));
   const root = join(dirname(path), `.dsh-persistence-${process.pid}-${randomBytes(6).toString("hex")}`);
   await mkdir(root, { recursive: false, mode: 0o700 });
   return {

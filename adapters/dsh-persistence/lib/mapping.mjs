@@ -16,12 +16,12 @@
 import { mapUpstreamError } from "../../dsh-session/lib/mapping.mjs";
 
 export const MESSAGES = [
-  // The JSONL header line (format.ts parse order).
-  { pattern: /^empty or header-less session log$/, kind: "header", rule: "SESSION-STORAGE-HEADER.1" },
-  { pattern: /^corrupt session log: header line is not valid JSON$/, kind: "header", rule: "SESSION-STORAGE-HEADER.2" },
+  // The JSONL header line (format.ts parse order): line 1 of the file, which the message means.
+  { pattern: /^empty or header-less session log$/, kind: "header", rule: "SESSION-STORAGE-HEADER.1", atLine: 1 },
+  { pattern: /^corrupt session log: header line is not valid JSON$/, kind: "header", rule: "SESSION-STORAGE-HEADER.2", atLine: 1 },
   // One message for HEADER.2 (type, version, id) and HEADER.3 (delegationDepth) and the origin/agentPreset types.
-  { pattern: /^corrupt session log: first line is not a session header$/, kind: "header", rule: null },
-  { pattern: /^session header uses retired policy baseline fields$/, kind: "header", rule: "SESSION-STORAGE-HEADER.4" },
+  { pattern: /^corrupt session log: first line is not a session header$/, kind: "header", rule: null, atLine: 1 },
+  { pattern: /^session header uses retired policy baseline fields$/, kind: "header", rule: "SESSION-STORAGE-HEADER.4", atLine: 1 },
   { pattern: /^stored session identity mismatch: /, kind: "header", rule: "SESSION-STORAGE-HEADER.5" },
   { pattern: /^corrupt session log "[^]*": requested id "[^]*" does not match header id /, kind: "header", rule: "SESSION-STORAGE-HEADER.5" },
   { pattern: /^corrupt session log "[^]*": header id cannot name a storage path$/, kind: "header", rule: "SESSION-STORAGE-LAYOUT.3" },
@@ -89,6 +89,7 @@ export function matchMessage(text) {
     const found = entry.pattern.exec(text);
     if (found === null) continue;
     const answer = { kind: entry.kind, rule: entry.rule };
+    if (entry.atLine !== undefined) answer.line = entry.atLine;
     if (entry.line !== undefined) answer.line = Number(found[entry.line]) + (entry.lineOffset ?? 0);
     if (entry.seq !== undefined) answer.seq = Number(found[entry.seq]);
     return answer;

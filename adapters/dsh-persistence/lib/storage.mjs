@@ -80,6 +80,22 @@ function checkShape(request) {
   }
 }
 
+/**
+ * Keep what the backend's `loadStored` returns to the coordinator (the physical read: stored
+ * events, torn marker) in the list returned: inspect and load return only the balanced log.
+ * The backend still answers every call itself.
+ */
+function recordReads(backend) {
+  const reads = [];
+  const loadStored = backend.loadStored.bind(backend);
+  backend.loadStored = async (...args) => {
+    const stored = await loadStored(...args);
+    reads.push(stored);
+    return stored;
+  };
+  return reads;
+}
+
 /** The line the cut starts at in a raw JSONL file: 1 + the newlines before the byte offset kept. */
 async function tornLine(path, offset) {
   const bytes = await readFile(path);
@@ -164,9 +180,10 @@ export class StorageExecutor extends Executor {
         await linkIn(handle.backend, request.path, identity);
         id = identity.id;
       }
-      const stored = await handle.backend.loadStored(id);
-      if (stored === undefined) return failure("internal", `upstream: session ${JSON.stringify(id)} not found`, null);
+      const reads = recordReads(handle.backend);
       const view = commit ? await handle.backend.load(id) : await handle.backend.inspect(id);
+      // The physical read the coordinator made (its first: a repair reloads after committing).
+      const stored = reads[0];
       const closers = view.events.slice(stored.events.length);
       const torn = await this.tornOf(format, request.path, stored);
       if (commit) return { ok: true, closers, torn };
