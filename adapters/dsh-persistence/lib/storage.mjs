@@ -52,8 +52,10 @@ function refuse(kind, rule, message) {
   throw new ProtocolRefusal(kind, rule, message);
 }
 
-function storageFailure(error) {
+function storageFailure(error, format) {
   const mapped = mapStorageError(error);
+  // A JSONL log's format version is its header line's (the coordinator's check names no line).
+  if (mapped.kind === "version" && mapped.line === undefined && format !== "sqlite") mapped.line = 1;
   const answer = failure(mapped.kind, mapped.message, mapped.rule);
   if (mapped.line !== undefined) answer.error.line = mapped.line;
   if (mapped.seq !== undefined) answer.error.seq = mapped.seq;
@@ -190,7 +192,7 @@ export class StorageExecutor extends Executor {
       return { ok: true, format, header: view.meta, events: view.events.slice(0, stored.events.length), torn, closers };
     } catch (error) {
       if (error instanceof ProtocolRefusal) throw error;
-      return storageFailure(error);
+      return storageFailure(error, format);
     } finally {
       await handle?.close().catch(() => {});
       await scratch?.drop().catch(() => {});
