@@ -69,6 +69,7 @@ export const MESSAGES = [
 ];
 
 const WRAPPER = /^stored session "[^]*?" failed validation: /;
+const SEED_POSITION = /\bat index (\d+)\b|\bat seq (\d+)\b/;
 
 function textOf(error) {
   if (error instanceof Error) return error.message;
@@ -110,7 +111,14 @@ export function mapStorageError(error) {
   if (found !== null) return { ...found, message: `upstream: ${message}` };
   if (cause !== undefined) {
     const session = mapUpstreamError(cause, { op: "load", request: {} });
-    if (session.kind !== "internal") return { kind: session.kind, rule: session.rule, message: `upstream: ${message}` };
+    if (session.kind !== "internal") {
+      const answer = { kind: session.kind, rule: session.rule, message: `upstream: ${message}` };
+      // The log is the seed: a stored log is contiguous from seq 0 (the backend's scan refuses a
+      // gap first), so the seed index the message names is the event's seq.
+      const at = SEED_POSITION.exec(textOf(cause));
+      if (at !== null) answer.seq = Number(at[1] ?? at[2]);
+      return answer;
+    }
   }
   return { kind: "internal", rule: null, message: `upstream threw ${describe(error)}` };
 }

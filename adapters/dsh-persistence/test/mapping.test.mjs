@@ -32,7 +32,7 @@ test("a wrapped validation failure is judged by its cause: a storage message, el
   const legacy = mapStorageError(wrapped(new Error('session "s1" contains malformed pre-react-loop turn/end at seq 3')));
   assert.deepEqual([legacy.kind, legacy.rule, legacy.seq], ["envelope", "SESSION-LEGACY-UPGRADE.2", 3]);
   const session = mapStorageError(wrapped(new Error("seed request/header at index 2 lacks provider/model")));
-  assert.deepEqual([session.kind, session.rule], ["request-header", "SESSION-REQUEST-HEADER.1"]);
+  assert.deepEqual([session.kind, session.rule, session.seq], ["request-header", "SESSION-REQUEST-HEADER.1", 2]);
   assert.match(session.message, /^upstream: stored session "s1" failed validation/);
 });
 
