@@ -134,12 +134,19 @@ export class StorageExecutor extends Executor {
     }
   }
 
+  /**
+   * The session adapter's hello, named after the persistence packages: `sessionspec results` keys
+   * its table by implementation, and this run is not the session core's row (adapters/dsh-session).
+   */
   helloStorage(answer) {
+    const sqlite = this.formats.includes("sqlite");
     return {
       ...answer,
+      implementation: sqlite ? `${JSONL_PACKAGE}+sqlite` : JSONL_PACKAGE,
+      version: sqlite ? `${JSONL_VERSION}+${SQLITE_VERSION}` : JSONL_VERSION,
       ops: [...answer.ops, ...STORAGE_OPS],
       storage: [...this.formats],
-      limitations: [...answer.limitations, ...STORAGE_LIMITATIONS],
+      limitations: [`session ops: ${answer.implementation} ${answer.version}, through adapters/dsh-session/lib`, ...answer.limitations, ...STORAGE_LIMITATIONS],
     };
   }
 

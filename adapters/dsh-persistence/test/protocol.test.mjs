@@ -12,8 +12,9 @@ test("hello declares the JSONL backends it really supports, and the storage ops"
   assert.equal(code, 0);
   const [hello] = answers;
   assert.equal(hello.ok, true);
-  assert.equal(hello.implementation, "@deepseek-ai/dsh-session");
-  assert.equal(hello.version, "0.1.1-rc.2");
+  assert.equal(hello.implementation, "@deepseek-ai/dsh-session-persistence-jsonl");
+  assert.equal(hello.version, "0.1.0-rc.8");
+  assert.ok(hello.limitations.includes("session ops: @deepseek-ai/dsh-session 0.1.1-rc.2, through adapters/dsh-session/lib"));
   assert.deepEqual(hello.ops, ["hello", "create", "append", "snapshot", "fold", "repair", "load", "save", "attach", "repair-file"]);
   assert.deepEqual(hello.storage, ["jsonl", "jsonl.zstd"]);
   assert.ok(hello.limitations.some((text) => text.includes("schema version 14") && text.includes("17")));
@@ -23,6 +24,8 @@ test("hello declares the JSONL backends it really supports, and the storage ops"
 test("--with-sqlite declares the upstream's SQLite backend too", async () => {
   const { answers } = await exchange([{ op: "hello" }], { args: ["--with-sqlite"] });
   assert.deepEqual(answers[0].storage, ["jsonl", "jsonl.zstd", "sqlite"]);
+  assert.equal(answers[0].implementation, "@deepseek-ai/dsh-session-persistence-jsonl+sqlite");
+  assert.equal(answers[0].version, "0.1.0-rc.8+0.0.1-rc.1");
 });
 
 test("a backend not declared is unsupported, for every storage op", async () => {
@@ -78,7 +81,7 @@ test("answers stay in request order around the asynchronous storage ops", async 
     assert.equal(answers[9].events.length, 6);
     assert.deepEqual(answers[10].nodes, []); // fold
     assert.equal(answers[11].error.kind, "json");
-    assert.equal(answers[12].implementation, "@deepseek-ai/dsh-session");
+    assert.equal(answers[12].implementation, "@deepseek-ai/dsh-session-persistence-jsonl");
   } finally {
     files.done();
   }
