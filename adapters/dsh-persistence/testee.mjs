@@ -119,5 +119,7 @@ process.stdin.on("end", () => {
   else if (length > 0) answerLine(pieces, length);
   pieces = [];
   length = 0;
-  queue = queue.then(() => executor.detach()).then(() => process.exit(0));
+  // The process ends by itself once the attached log is closed and every answer is out: an exit()
+  // here would cut off answers still queued for a pipe.
+  queue = queue.then(() => executor.detach());
 });

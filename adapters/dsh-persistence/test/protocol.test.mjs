@@ -86,3 +86,12 @@ test("answers stay in request order around the asynchronous storage ops", async 
     files.done();
   }
 });
+
+test("every answer is out before the process ends, large ones queued for the pipe at EOF included", async () => {
+  const appends = Array.from({ length: 2000 }, (_, i) => ({ op: "append", type: "plugin/note", data: { i } }));
+  const snapshots = Array.from({ length: 10 }, () => ({ op: "snapshot" }));
+  const { answers, code } = await exchange([CREATE, ...appends, ...snapshots]);
+  assert.equal(code, 0);
+  assert.equal(answers.length, 2011);
+  assert.equal(answers.at(-1).events.length, 2000);
+});
