@@ -226,7 +226,8 @@ export class StorageExecutor extends Executor {
   async save(request, attach) {
     const session = this.current();
     this.declared(request.backend);
-    await this.detach();
+    // A new attach replaces the attached log; a save leaves it attached.
+    if (attach) await this.detach();
     const header = session.header;
     const events = session.events;
     if (events.length === 0) {

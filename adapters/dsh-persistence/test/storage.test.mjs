@@ -65,10 +65,15 @@ test("attach: every later append is in the file when it is answered", async () =
   const files = scratch();
   try {
     const path = files.path("a.jsonl");
-    const { answers } = await exchange([CREATE, ...turn(0), { op: "attach", path, backend: "jsonl" }, ...CLOSE, { op: "create", id: "s2", seed: null, header: null }, ...turn(0)]);
+    const { answers } = await exchange([
+      CREATE, ...turn(0), { op: "attach", path, backend: "jsonl" }, CLOSE[0],
+      { op: "save", path: files.path("copy.jsonl"), backend: "jsonl" }, CLOSE[1],
+      { op: "create", id: "s2", seed: null, header: null }, ...turn(0),
+    ]);
     assert.ok(answers.every((answer) => answer.ok));
+    assert.equal(lines(readFileSync(files.path("copy.jsonl"), "utf8")).length, 5);
     const records = lines(readFileSync(path, "utf8"));
-    assert.deepEqual(records.map((record) => record.type), ["session", "turn/start", "user/message", "step/start", "step/end", "turn/end"], "a new create detaches");
+    assert.deepEqual(records.map((record) => record.type), ["session", "turn/start", "user/message", "step/start", "step/end", "turn/end"], "a save leaves it attached; a new create detaches");
   } finally {
     files.done();
   }
