@@ -15,9 +15,9 @@
 
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { link, lstat, mkdir, open, readdir, rm } from "node:fs/promises";
+import { link, lstat, mkdir, open, readFile, readdir, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { createZstdDecompress } from "node:zlib";
+import { constants as zlibConstants, createZstdDecompress, zstdDecompressSync } from "node:zlib";
 
 import { Context } from "@deepseek-ai/cordis";
 import { SessionStore } from "@deepseek-ai/dsh-session";
@@ -58,6 +58,8 @@ export function byName(path) {
 async function firstLine(path, format) {
   const source = createReadStream(path, { highWaterMark: 64 * 1024 });
   const stream = format === "jsonl.zstd" ? source.pipe(createZstdDecompress()) : source;
+  // pipe() does not pass on the source's errors (a missing file): the loop below would wait for ever.
+  if (stream !== source) source.on("error", (error) => stream.destroy(error));
   const pieces = [];
   let length = 0;
   try {
@@ -78,6 +80,42 @@ async function firstLine(path, format) {
     source.destroy();
     stream.destroy();
   }
+}
+
+/**
+ * A log's logical JSONL text as bytes: the file itself, or its zstd frames decoded (a torn final
+ * frame as far as it decodes, with the flush the upstream's own recovery uses). Used only to
+ * locate a line the upstream names by count or seq; never to judge it.
+ */
+export async function logicalText(path, format) {
+  const bytes = await readFile(path);
+  if (format !== "jsonl.zstd") return bytes;
+  try {
+    return zstdDecompressSync(bytes, { finishFlush: zlibConstants.ZSTD_e_flush });
+  } catch {
+    const pieces = [];
+    const stream = createZstdDecompress({ finishFlush: zlibConstants.ZSTD_e_flush });
+    const done = new Promise((resolve) => {
+      stream.on("data", (chunk) => pieces.push(chunk));
+      stream.on("end", resolve);
+      stream.on("error", resolve);
+    });
+    stream.end(bytes);
+    await done;
+    return Buffer.concat(pieces);
+  }
+}
+
+/** The lines of a logical text (without their newlines), a final fragment included. */
+export function textLines(bytes) {
+  const lines = [];
+  let start = 0;
+  for (let i = bytes.indexOf(0x0a); i !== -1; i = bytes.indexOf(0x0a, start)) {
+    lines.push(bytes.subarray(start, i));
+    start = i + 1;
+  }
+  if (start < bytes.length) lines.push(bytes.subarray(start));
+  return lines;
 }
 
 /**

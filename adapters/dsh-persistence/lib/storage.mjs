@@ -11,14 +11,16 @@
 //
 // Nothing here judges a log: every verdict is the upstream's, mapped by lib/mapping.mjs.
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+
+import { decodeStorageRecord } from "@deepseek-ai/dsh-session";
 
 import { Executor, ProtocolRefusal, RULES, failure } from "../../dsh-session/lib/executor.mjs";
 
 import {
-  detectFormat, isRegularFile, linkIn, linkOut, openBackend, peekIdentity, siblingRoot,
+  detectFormat, isRegularFile, linkIn, linkOut, logicalText, openBackend, peekIdentity, siblingRoot, textLines,
 } from "./backends.mjs";
 import { mapStorageError } from "./mapping.mjs";
 
@@ -98,6 +100,56 @@ function recordReads(backend) {
   return reads;
 }
 
+/** One logical line through the upstream's own record decoder: its events, or what it throws. */
+function decodeLine(line) {
+  return decodeStorageRecord(JSON.parse(Buffer.from(line).toString("utf8")));
+}
+
+/**
+ * The line of a zstd log's logical text where the record holding event `seq` starts: the upstream
+ * keeps a torn frame's byte offset, not a line, so the lines are counted here, each decoded by the
+ * upstream's decoder (a packed row holds several events). Null when the text does not reach it.
+ */
+async function lineOfSeq(path, format, seq) {
+  const lines = textLines(await logicalText(path, format));
+  let events = 0;
+  for (let i = 1; i < lines.length; i += 1) {
+    if (events >= seq) return i + 1;
+    try {
+      events += decodeLine(lines[i]).length;
+    } catch {
+      return i + 1;
+    }
+  }
+  return events >= seq ? lines.length + 1 : null;
+}
+
+/**
+ * The upstream's scanner reports a bad JSON line and a malformed packed row with one message
+ * (`unparsable committed event at line <n>`: its try holds JSON.parse and decodeStorageRecord). The
+ * line is given to the upstream's decoder again to learn which of the two threw: a malformed row
+ * (`malformed <tag> storage row: ...`) is `envelope`, text that is not JSON stays `json`.
+ */
+async function unparsableKind(path, format, answer) {
+  if (answer.error.kind !== "json" || !/unparsable committed event at line \d+$/.test(answer.error.message) || format === "sqlite") return answer;
+  const line = textLines(await logicalText(path, format))[answer.error.line - 1];
+  if (line === undefined) return answer;
+  try {
+    JSON.parse(Buffer.from(line).toString("utf8"));
+  } catch {
+    return answer;
+  }
+  try {
+    decodeLine(line);
+  } catch (error) {
+    if (/^malformed [a-z-]+ storage row: /.test(String(error?.message))) {
+      answer.error.kind = "envelope";
+      answer.error.message = `${answer.error.message} (the upstream's decoder on that line: ${error.message})`;
+    }
+  }
+  return answer;
+}
+
 /** The line the cut starts at in a raw JSONL file: 1 + the newlines before the byte offset kept. */
 async function tornLine(path, offset) {
   const bytes = await readFile(path);
@@ -163,7 +215,7 @@ export class StorageExecutor extends Executor {
 
   declared(format) {
     if (!this.formats.includes(format)) {
-      refuse("unsupported", RULES.unsupportedOp, `backend ${JSON.stringify(format)} is not declared (storage: ${JSON.stringify(this.formats)})`);
+      refuse("unsupported", "SESSION-CONFORMANCE-PROTOCOL.10", `backend ${JSON.stringify(format)} is not declared (storage: ${JSON.stringify(this.formats)})`);
     }
   }
 
@@ -171,6 +223,10 @@ export class StorageExecutor extends Executor {
   async loadFile(request, commit) {
     const format = await detectFormat(request.path);
     this.declared(format);
+    if (format === "sqlite" && !existsSync(request.path)) {
+      // SESSION-CONFORMANCE-PROTOCOL.11: the upstream's backend would create an empty database at the path.
+      return failure("header", `SESSION-CONFORMANCE-PROTOCOL.11: ${request.path}: no such file (the upstream's SQLite backend would create a database there)`, "SESSION-CONFORMANCE-PROTOCOL.11");
+    }
     if (!await isRegularFile(request.path)) {
       return failure("internal", `${request.path}: not a regular file; the upstream reads a log with readFile/DatabaseSync, which would block or fail on it`, null);
     }
@@ -186,20 +242,23 @@ export class StorageExecutor extends Executor {
         handle = await openBackend(format, scratch.root);
         const identity = await peekIdentity(request.path, format);
         if (request.session !== null) identity.id = request.session;
-        await linkIn(handle.backend, request.path, identity);
+        // A missing file is not linked: the backend is asked for the session all the same and
+        // answers that it is not there (SESSION-CONFORMANCE-PROTOCOL.11).
+        if (existsSync(request.path)) await linkIn(handle.backend, request.path, identity);
         id = identity.id;
       }
       const reads = recordReads(handle.backend);
       const view = commit ? await handle.backend.load(id) : await handle.backend.inspect(id);
       // The physical read the coordinator made (its first: a repair reloads after committing).
       const stored = reads[0];
+      if (stored === undefined) throw new Error(`session "${id}" not found`);
       const closers = view.events.slice(stored.events.length);
       const torn = await this.tornOf(format, request.path, stored);
       if (commit) return { ok: true, closers, torn };
       return { ok: true, format, header: view.meta, events: view.events.slice(0, stored.events.length), torn, closers };
     } catch (error) {
       if (error instanceof ProtocolRefusal) throw error;
-      return storageFailure(error, format);
+      return unparsableKind(request.path, format, storageFailure(error, format));
     } finally {
       await handle?.close().catch(() => {});
       await scratch?.drop().catch(() => {});
@@ -219,7 +278,7 @@ export class StorageExecutor extends Executor {
     // The first seq the log does not hold: after the events recovered from a torn zstd frame, which
     // load returns and repair writes again.
     const seq = stored.events.length;
-    return { line: format === "jsonl" ? await tornLine(path, marker.truncateTo) : null, seq };
+    return { line: format === "jsonl" ? await tornLine(path, marker.truncateTo) : await lineOfSeq(path, format, seq), seq };
   }
 
   /** save and attach: the current session written by the upstream as a new log at `path`. */
@@ -253,7 +312,8 @@ export class StorageExecutor extends Executor {
       return { ok: true };
     } catch (error) {
       if (error?.code === "EEXIST") {
-        return failure("internal", `SESSION-STORAGE-WRITE.1: ${request.path} exists: link(2) never replaces a log`, "SESSION-STORAGE-WRITE.1");
+        // SESSION-CONFORMANCE-PROTOCOL.12: the upstream's log is published by link(2), which never replaces.
+        return failure("header", `SESSION-CONFORMANCE-PROTOCOL.12: ${request.path} exists: link(2) never replaces a log`, "SESSION-CONFORMANCE-PROTOCOL.12");
       }
       return storageFailure(error);
     } finally {

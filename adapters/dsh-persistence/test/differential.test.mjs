@@ -51,7 +51,7 @@ for path in sys.argv[1:]:
     try:
         r = storage.load(path)
         out[path] = {"ok": True, "format": r.format, "header": plain(r.header), "events": plain(list(r.events)),
-                     "torn": None if r.torn is None else r.torn.seq, "closers": plain(list(r.closers))}
+                     "torn": None if r.torn is None else {"line": r.torn.line, "seq": r.torn.seq}, "closers": plain(list(r.closers))}
     except Exception as e:
         out[path] = {"ok": False, "kind": getattr(getattr(e, "kind", None), "value", None), "rule": getattr(e, "rule", None)}
 print(json.dumps(out))
@@ -63,10 +63,10 @@ function python(script, args) {
   return run.stdout;
 }
 
-/** What is compared: closers without their times (the reader's clock), torn as its seq. */
+/** What is compared (spec/10, "Comparison"): closers without their times (the reader's clock), torn without its reason. */
 function comparable(answer) {
   if (!answer.ok) return { ok: false, kind: answer.kind ?? answer.error?.kind };
-  const torn = answer.torn === null || typeof answer.torn === "number" ? answer.torn : answer.torn.seq;
+  const torn = answer.torn === null ? null : { line: answer.torn.line, seq: answer.torn.seq };
   const closers = answer.closers.map(({ time, ...rest }) => rest);
   return { ok: true, format: answer.format, header: answer.header, events: answer.events, torn, closers };
 }

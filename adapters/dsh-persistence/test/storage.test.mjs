@@ -54,7 +54,7 @@ test("save never replaces a file, and a session without events is not written", 
     ]);
     assert.deepEqual(refusal(answers[1]), { ok: false, kind: "internal", rule: null });
     assert.ok(!existsSync(files.path("empty.jsonl")));
-    assert.deepEqual(refusal(answers.at(-1)), { ok: false, kind: "internal", rule: "SESSION-STORAGE-WRITE.1" });
+    assert.deepEqual(refusal(answers.at(-1)), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.12" });
     assert.equal(readFileSync(path, "utf8"), "keep\n");
   } finally {
     files.done();
@@ -143,6 +143,40 @@ test("refusals: a defect before a turn/end (its file line), another version, an 
     ]);
     assert.equal(answers[1].error.rule, "SESSION-FORMAT-VERSION.1");
     assert.equal(answers[4].error.rule, "SESSION-STORAGE-HEADER.5");
+  } finally {
+    files.done();
+  }
+});
+
+test("no file at the path is a header refusal (PROTOCOL.11), and the upstream's SQLite creates nothing there", async () => {
+  const files = scratch();
+  try {
+    const { answers } = await exchange([
+      { op: "load", path: files.path("missing.jsonl"), session: null },
+      { op: "repair-file", path: files.path("missing.jsonl.zstd"), session: null },
+      { op: "load", path: files.path("missing.sqlite"), session: null },
+    ], { args: ["--with-sqlite"] });
+    for (const answer of answers) assert.deepEqual(refusal(answer), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.11" });
+    assert.deepEqual(readdirSync(files.dir), []);
+  } finally {
+    files.done();
+  }
+});
+
+test("a malformed packed row before a turn/end: the upstream's one message, told apart by its own decoder", async () => {
+  const files = scratch();
+  try {
+    const header = { ...HEADER, delegationDepth: 0 };
+    const row = { type: "text-chunks", seq0: 1, time0: 5, data: { turn: 1, step: 1, index: 0, dt: [1], texts: ["a", "b", "c"] } };
+    const end = ev(4, "turn/end", { turn: 1, reason: { kind: "completed" } });
+    writeFileSync(files.path("row.jsonl"), `${jsonl(header, [ev(0, "turn/start", { turn: 1 })])}${JSON.stringify(row)}\n${JSON.stringify(end)}\n`);
+    writeFileSync(files.path("text.jsonl"), `${jsonl(header, [ev(0, "turn/start", { turn: 1 })])}{"type":\n${JSON.stringify(end)}\n`);
+    const { answers } = await exchange([
+      { op: "load", path: files.path("row.jsonl"), session: null },
+      { op: "load", path: files.path("text.jsonl"), session: null },
+    ]);
+    assert.deepEqual(answers.map((answer) => [answer.error.kind, answer.error.line]), [["envelope", 3], ["json", 3]]);
+    assert.match(answers[0].error.message, /malformed text-chunks storage row: /);
   } finally {
     files.done();
   }
