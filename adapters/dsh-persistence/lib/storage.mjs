@@ -45,13 +45,19 @@ export const STORAGE_LIMITATIONS = [
     + "side refuses the other's database by its user_version (bump-and-reject); --with-sqlite declares it anyway",
   "storage: load is the coordinator's inspect (commits nothing); torn.line is given for raw JSONL only (the upstream "
     + "keeps a byte offset), and torn has no reason (the upstream gives none)",
-  "storage: the upstream materialises a log on its first event, so a session without events cannot be saved",
+  "storage: the upstream materialises a log on its first event, so a session without events cannot be saved, and "
+    + "attaching one writes the log at the first append (linked to the path before that append is answered)",
   "storage: an append whose durable write fails is already in the in-memory session (the upstream's Session is detached "
     + "from the store); its answer is the write's failure",
 ];
 
 function refuse(kind, rule, message) {
   throw new ProtocolRefusal(kind, rule, message);
+}
+
+/** SESSION-CONFORMANCE-PROTOCOL.12: the upstream's log is published by link(2), which never replaces. */
+function exists(path) {
+  return failure("header", `SESSION-CONFORMANCE-PROTOCOL.12: ${path} exists: link(2) never replaces a log`, "SESSION-CONFORMANCE-PROTOCOL.12");
 }
 
 function storageFailure(error, format) {
@@ -289,9 +295,14 @@ export class StorageExecutor extends Executor {
     if (attach) await this.detach();
     const header = session.header;
     const events = session.events;
-    if (events.length === 0) {
+    // The upstream materialises a log with its first batch (create() writes nothing). An attach of a
+    // session without events is its create() alone: the log appears at the first append, which is
+    // linked out to the path before it is answered. A save of one has nothing to write.
+    const lazy = attach && events.length === 0;
+    if (events.length === 0 && !attach) {
       return failure("internal", "the upstream materialises a log on its first event: a session without events is not written", null);
     }
+    if (lazy && existsSync(request.path)) return exists(request.path);
     let scratch = null;
     let handle = null;
     try {
@@ -302,19 +313,18 @@ export class StorageExecutor extends Executor {
         handle = await openBackend(request.backend, scratch.root);
       }
       await handle.backend.create(header);
-      await handle.backend.append(header.id, events);
-      if (scratch !== null) await linkOut(handle.backend.locate(header).path, request.path);
+      if (!lazy) {
+        await handle.backend.append(header.id, events);
+        if (scratch !== null) await linkOut(handle.backend.locate(header).path, request.path);
+      }
       if (attach) {
-        this.attached = { handle, scratch, id: header.id };
+        this.attached = { handle, scratch, header, path: request.path, linked: !lazy || scratch === null };
         handle = null;
         scratch = null;
       }
       return { ok: true };
     } catch (error) {
-      if (error?.code === "EEXIST") {
-        // SESSION-CONFORMANCE-PROTOCOL.12: the upstream's log is published by link(2), which never replaces.
-        return failure("header", `SESSION-CONFORMANCE-PROTOCOL.12: ${request.path} exists: link(2) never replaces a log`, "SESSION-CONFORMANCE-PROTOCOL.12");
-      }
+      if (error?.code === "EEXIST") return exists(request.path);
       return storageFailure(error);
     } finally {
       await handle?.close().catch(() => {});
@@ -324,10 +334,16 @@ export class StorageExecutor extends Executor {
 
   /** An append the in-memory session took, made durable in the attached log before it is answered. */
   async durable(answer) {
+    const attached = this.attached;
     try {
-      await this.attached.handle.backend.append(this.attached.id, [answer.event]);
+      await attached.handle.backend.append(attached.header.id, [answer.event]);
+      if (!attached.linked) {
+        await linkOut(attached.handle.backend.locate(attached.header).path, attached.path);
+        attached.linked = true;
+      }
       return answer;
     } catch (error) {
+      if (error?.code === "EEXIST") return exists(attached.path);
       return storageFailure(error);
     }
   }

@@ -79,6 +79,25 @@ test("attach: every later append is in the file when it is answered", async () =
   }
 });
 
+test("attach of a session without events: the log appears at the first append, before its answer", async () => {
+  const files = scratch();
+  try {
+    const path = files.path("a.jsonl.zstd");
+    const taken = files.path("taken.jsonl");
+    writeFileSync(taken, "keep\n");
+    const { answers } = await exchange([
+      CREATE, { op: "attach", path: taken, backend: "jsonl" }, { op: "attach", path, backend: "jsonl.zstd" },
+      { op: "snapshot" }, ...turn(0),
+    ]);
+    assert.deepEqual(refusal(answers[1]), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.12" });
+    assert.ok(answers.slice(2).every((answer) => answer.ok));
+    const records = lines(zstdDecompressSync(readFileSync(path)).toString("utf8"));
+    assert.deepEqual(records.map((record) => record.type), ["session", "turn/start", "user/message", "step/start"]);
+  } finally {
+    files.done();
+  }
+});
+
 test("load: the header, the stored events, and the closers of the open turn, committing nothing", async () => {
   const files = scratch();
   try {
