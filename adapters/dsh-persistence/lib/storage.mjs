@@ -43,8 +43,9 @@ export const STORAGE_LIMITATIONS = [
   `storage: sqlite is not declared by default: ${SQLITE_PACKAGE} ${SQLITE_VERSION} writes and reads SQLite schema version 14 `
     + "(no ignorable column, data and source_event_seqs as JSON TEXT, no packed rows), not the schema 17 of spec/07, and each "
     + "side refuses the other's database by its user_version (bump-and-reject); --with-sqlite declares it anyway",
-  "storage: load is the coordinator's inspect (commits nothing); torn.line is given for raw JSONL only (the upstream "
-    + "keeps a byte offset), and torn has no reason (the upstream gives none)",
+  "storage: load is the coordinator's inspect (commits nothing); the upstream keeps a torn tail as a byte offset, so "
+    + "torn.line is counted by the adapter (zstd: the logical lines, each decoded by the upstream's decodeStorageRecord), "
+    + "and torn has no reason (the upstream gives none)",
   "storage: the upstream materialises a log on its first event, so a session without events cannot be saved, and "
     + "attaching one writes the log at the first append (linked to the path before that append is answered)",
   "storage: an append whose durable write fails is already in the in-memory session (the upstream's Session is detached "
