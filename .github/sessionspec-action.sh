@@ -3,7 +3,7 @@
 # other CI can run it as it is. Everything comes from the environment, so a CI's own variables carry it:
 #
 #   SESSIONSPEC_TESTEE     the testee command line, run by bash (required): "node my-testee.js"
-#   SESSIONSPEC_FAILURES   the failure list (optional; a missing file is an empty list)
+#   SESSIONSPEC_FAILURES   the failure list (optional; a file that does not exist is exit 2, as conform says)
 #   SESSIONSPEC_BASELINE   a previous --json report: only what it lacks fails (optional; a missing file is no baseline)
 #   SESSIONSPEC_LEVEL      required or recommended (default recommended)
 #   SESSIONSPEC_JSON, SESSIONSPEC_JUNIT, SESSIONSPEC_MARKDOWN   where the reports go (optional)

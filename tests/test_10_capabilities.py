@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,6 +16,7 @@ from sessionspec.storage.formats import FORMATS
 from sessionspec.wire.capabilities import BACKENDS, CORE_OPS, Capabilities
 from sessionspec.wire.compare import differences
 from sessionspec.wire.divergence import divergence
+from support import valid_report
 
 PY = sys.executable
 
@@ -80,7 +80,7 @@ def conform(tmp_path: Path, testee: list[str], *options: str) -> Run:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main(["conform", "--examples", "5", "--json", str(report), "--junit", str(junit), "--traces",
                      str(tmp_path / "traces"), *options, "--", *testee])
-    data = json.loads(report.read_text())
+    data = valid_report(report)
     skipped = [e.get("message", "") for e in ET.parse(junit).iter("skipped")]
     assert sum(message.startswith("not applicable: ") for message in skipped) == data["summary"]["notApplicable"]
     return code, data, out.getvalue()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from sessionspec.cli import main
+from support import valid_report
 
 PY = sys.executable
 
@@ -94,8 +95,9 @@ def stopped_by(tmp_path: Path, signum: int, after: float) -> dict[str, Any]:
         return {}
     assert run.returncode == 128 + signum, (run.returncode, err[-2000:])
     assert "Traceback" not in err, err[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = valid_report(tmp_path / "report.json")
     assert report["complete"] is False and report["signal"] == signum
+    assert report["footer"]["complete"] is False and report["footer"]["reason"] == "signal"
     assert report["stopped"] == f"stopped by {signal.Signals(signum).name}"
     assert f"STOPPED: stopped by {signal.Signals(signum).name}" in out
     assert (tmp_path / "report.xml").read_text().startswith("<?xml")
@@ -125,7 +127,7 @@ def test_a_testee_that_fails_hello_still_gets_its_report(tmp_path: Path) -> None
     command, pids = slow_testee(tmp_path, mode="no-hello")
     report_path = tmp_path / "report.json"
     assert main(["conform", "--json", str(report_path), "--", *command]) == 2
-    report = json.loads(report_path.read_text())
+    report = valid_report(report_path)
     assert report["complete"] is False and "refused hello" in report["stopped"]
     no_process_left(pids)
 
@@ -134,7 +136,7 @@ def test_vectors_a_deadline_left_unreached_are_counted_as_not_run(tmp_path: Path
     command, pids = slow_testee(tmp_path, delay=0.02)
     report_path = tmp_path / "report.json"
     main(["conform", "--deadline", "3", "--examples", "5", "--json", str(report_path), "--", *command])
-    report = json.loads(report_path.read_text())
+    report = valid_report(report_path)
     vectors = report["vectors"]
     assert vectors["total"] == len([c for c in report["cases"] if c["suite"] == "vectors"]) > 100
     assert vectors["notRun"] > 0 and vectors["notRun"] == report["summary"]["notRun"]
@@ -151,7 +153,7 @@ def test_a_testee_that_stalls_after_each_restart_is_declared_unusable_after_thre
     code = main(["conform", "--timeout", "3", "--json", str(report_path), "--", *command])
     assert time.monotonic() - started < 60
     assert code == 1, json.loads(report_path.read_text())["stopped"]
-    report = json.loads(report_path.read_text())
+    report = valid_report(report_path)
     assert "stalled or overflowed in 3 incarnations in a row" in report["stopped"]
     assert report["vectors"]["notRun"] > 200
     no_process_left(pids)

@@ -31,6 +31,7 @@ def action(tmp_path: Path, testee: str, **inputs: str) -> subprocess.CompletedPr
 
 
 def test_the_action_script_is_green_against_our_live_store(tmp_path: Path) -> None:
+    (tmp_path / "none.txt").write_text("# nothing known\n")
     done = action(tmp_path, f"{SERVE} live", json=str(tmp_path / "r.json"), junit=str(tmp_path / "r.xml"),
                   markdown=str(tmp_path / "r.md"), failures=str(tmp_path / "none.txt"))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -76,6 +76,8 @@ def why_stopped(result: Result) -> str | None:
     """The footer's `reason`: one word for a program (deadline, signal, unusable, oracle), from `Result.stopped`."""
     if result.crash is not None:
         return "oracle"
+    if result.signal is not None:
+        return "signal"
     text = (result.stopped or "").lower()
     if not text:
         return None
@@ -87,9 +89,10 @@ def why_stopped(result: Result) -> str | None:
 
 
 def footer(result: Result) -> dict[str, Any]:
-    """Whether the run completed what it was asked; if not, why (`reason` for a program, `stopped` for a person)."""
-    reason = why_stopped(result)
-    return {"complete": reason is None, "reason": reason, "stopped": result.stopped or result.crash,
+    """Whether the run did all it set out to (`Result.complete`: not stopped, no crash, nothing left out); if it
+    stopped, why (`reason` for a program, `stopped` for a person); `partial` when it left something out by request
+    (a replay, `--examples 0`, `--run`/`--skip`, a shard)."""
+    return {"complete": result.complete, "reason": why_stopped(result), "stopped": result.stopped or result.crash,
             "partial": result.partial}
 
 
