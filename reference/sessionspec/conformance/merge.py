@@ -20,8 +20,9 @@ from typing import Any, Final
 from sessionspec.conformance import vectors as vector_files
 
 MACHINE_SEARCH: Final = "machine search"
-COUNTED: Final = {"passed": "passed", "skipped": "skipped", "expected": "expected failure",
-                  "unexpected": "unexpected failure", "flaky": "flaky"}
+COUNTED: Final = {"passed": "passed", "skipped": "skipped", "notApplicable": "not applicable",
+                  "expected": "expected failure", "unexpected": "unexpected failure", "flaky": "flaky"}
+"""The summary's numbers, each the count of the cases of a status; `notRun` is the parts' sum (a case's own mark)."""
 
 
 class MergeError(ValueError):
@@ -102,6 +103,14 @@ def _levels(parts: list[dict[str, Any]], families: list[dict[str, Any]], cases: 
     return out
 
 
+def _added(counts: list[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for count in counts:
+        for name, number in count.items():
+            out[name] = out.get(name, 0) + number
+    return dict(sorted(out.items()))
+
+
 def _divergences(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every vector's divergence (each vector ran in one part), and the machine's once a family: the shortest."""
     machine: dict[str, dict[str, Any]] = {}
@@ -128,13 +137,18 @@ def merge(parts: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     return {
         "format": first["format"], "header": {**first["header"], "options": options, "parts": names},
         "testee": first["testee"], "command": first["command"],
-        "summary": {name: sum(c["status"] == status for c in cases) for name, status in COUNTED.items()},
-        "vectors": {key: sum(p["vectors"][key] for p in parts) for key in ("passed", "failed", "skipped", "total")},
+        "summary": {**{name: sum(c["status"] == status for c in cases) for name, status in COUNTED.items()},
+                    "notRun": sum(p["summary"].get("notRun", 0) for p in parts)},
+        "vectors": {key: sum(p["vectors"].get(key, 0) for p in parts) for key in first["vectors"]},
         "machine": {"examples": sum(p["machine"]["examples"] for p in parts),
                     "searched": all(p["machine"]["searched"] for p in parts),
                     "divergences": sum(f["machine"] for f in families)},
         "levels": _levels(parts, families, cases, directory),
-        "stopped": stopped, "crash": crash,
+        "stopped": stopped, "crash": crash, "complete": all(p.get("complete", True) or p["footer"]["reason"] is None
+                                                            for p in parts),
+        "signal": next((p.get("signal") for p in parts if p.get("signal")), None),
+        "notApplicable": _added([p.get("notApplicable") or {} for p in parts]),
+        "capabilities": first.get("capabilities"),
         "unchecked": sorted({name for p in parts for name in p["unchecked"]}),
         "traces": first["traces"], "requests": sum(p["requests"] for p in parts),
         "seconds": max(p["seconds"] for p in parts),
