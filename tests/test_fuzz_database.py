@@ -11,6 +11,7 @@ The multi-machine recipe itself, two HypoFuzz processes on one redis database, i
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
@@ -20,10 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypofuzz.database import FailureState, HypofuzzDatabase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from sessionspec.testing import profiles
+from sessionspec.testing.plugin import TARGETS
+from test_fuzz_plugin import interrupt, needs_proc, start_fuzzer, wait_for
 
 
 @pytest.fixture
@@ -159,3 +163,65 @@ def test_a_redis_url_without_the_client_says_what_to_install(monkeypatch: pytest
 
 def _no_redis(name: str) -> object:
     raise ModuleNotFoundError(f"No module named {name!r}")
+
+
+PLANTED = '''"""A planted bug beside the fuzz targets: fails for x >= 1000; each run logs `hub-pid x`."""
+import os
+
+from hypothesis import given, strategies as st
+
+
+@given(st.integers(0, 10_000))
+def test_planted_bug(x: int) -> None:
+    with open(os.environ["PLANTED_LOG"], "a", encoding="utf-8") as log:
+        log.write(f"{os.getppid()} {x}\\n")
+    assert x < 1000
+'''
+QUICK_TARGETS = ("--pyargs", TARGETS, "test_planted.py", "-k", "not Against")
+"""The fuzz targets' properties and the planted bug; not the machines (`...Against...`), whose first batch of
+HypoFuzz's 100 inputs of up to 100 steps alone takes minutes on 2 cores (README, "Nightly fuzzing")."""
+
+
+def shrunk_failures(database: ExampleDatabase) -> list[object]:
+    """The shrunk failures HypoFuzz has saved, with the observation a worker needs to replay them, for every test."""
+    fuzz_db = HypofuzzDatabase(database)
+    found = []
+    for key in database.fetch(b"hypofuzz.test_keys"):
+        for choices in fuzz_db.failures(state=FailureState.SHRUNK).fetch(key):
+            if fuzz_db.failure_observations(state=FailureState.SHRUNK).fetch(key, choices) is not None:
+                found.append(choices)
+    return found
+
+
+def runs_of(log: Path, hub: int) -> list[int]:
+    """The planted test's inputs, in order, as run by the workers of the hub `hub`."""
+    if not log.exists():
+        return []
+    return [int(x) for pid, x in (line.split() for line in log.read_text().splitlines()) if int(pid) == hub]
+
+
+@needs_proc
+def test_two_hypofuzz_processes_share_the_redis_database_and_replay_each_others_failure(
+        redis_url: str, tmp_path: Path) -> None:
+    """The multi-machine recipe: two `hypothesis fuzz` processes at once on one redis database (issue 35: 2 of 2
+    runs failed within a minute, KeyError in every worker). The first finds the planted failure; the second,
+    started then, runs that failure first; neither has a worker error; SIGINT ends both, leaving no process."""
+    (tmp_path / "test_planted.py").write_text(PLANTED, encoding="utf-8")
+    log = tmp_path / "planted.log"
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "nightly", profiles.DATABASE_ENV: redis_url, "PLANTED_LOG": str(log)}
+    database = importlib.import_module("hypothesis.extra.redis").RedisExampleDatabase(
+        importlib.import_module("redis").Redis.from_url(redis_url))
+    fuzzers = {"first": (start_fuzzer(["-n", "1", "--", *QUICK_TARGETS], cwd=tmp_path, env=env,
+                                      log=tmp_path / "first.log"), tmp_path / "first.log")}
+    wait_for(lambda: bool(shrunk_failures(database)), "the first to find and shrink the planted failure",
+             within=120, fuzzers=fuzzers)
+    fuzzers["second"] = (start_fuzzer(["-n", "1", "--", *QUICK_TARGETS], cwd=tmp_path, env=env,
+                                      log=tmp_path / "second.log"), tmp_path / "second.log")
+    second = fuzzers["second"][0].pid
+    wait_for(lambda: len(runs_of(log, second)) >= 1, "the second to run the planted test", within=120,
+             fuzzers=fuzzers)
+    time.sleep(5)  # both fuzz on, at once
+    assert runs_of(log, second)[0] == 1000, "the second's first run is the failure the first found, shrunk"
+    assert min(x for x in runs_of(log, fuzzers["first"][0].pid) if x >= 1000) == 1000
+    interrupt("first", fuzzers, group=True)  # as a terminal's ^C, or `timeout --signal=INT`
+    interrupt("second", fuzzers, group=False)

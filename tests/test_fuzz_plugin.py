@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.internal.conjecture.data import ConjectureData
 from sessionspec.testing import fuzz, plugin
 from sessionspec.testing.plugin import TARGETS, names_the_targets
 
@@ -122,6 +123,19 @@ def test_fix_hypofuzz_wraps_the_hub_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert hub._start_worker.__wrapped__ is original and hub.Process is plugin._recorded_process
     assert hub.FuzzWorkerHub.start.__wrapped__.__name__ == "start"
     assert not hasattr(hub.FuzzWorkerHub.start.__wrapped__, "__wrapped__")  # wrapped once, however often called
+
+
+def test_a_shrunk_failure_has_the_slice_comments_hypofuzz_reads() -> None:
+    """HypoFuzz 25.11.1 reads `shrink_target.slice_comments` after shrinking, which Hypothesis renamed
+    `span_comments`: without the alias a worker died on the first failure it found."""
+    plugin.alias_slice_comments()
+    data = ConjectureData.for_choices((1,))
+    data.draw_integer(0, 10)
+    data.freeze()
+    result = data.as_result()
+    again = ConjectureData.for_choices(result.choices)
+    again.slice_comments = result.slice_comments  # what HypoFuzz does, word for word
+    assert again.span_comments is result.span_comments
 
 
 DYING_WORKER = """

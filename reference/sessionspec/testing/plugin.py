@@ -12,7 +12,7 @@ A project that wants the profiles in its own suite calls `sessionspec.testing.pr
 from its conftest.
 
 In a HypoFuzz run of the targets (`hypothesis fuzz -- --pyargs sessionspec.testing.fuzz`) the plugin
-also works around three faults of HypoFuzz 25 (`fix_hypofuzz`; issue 35, each with its test in
+also works around four faults of HypoFuzz 25 (`fix_hypofuzz`; issue 35, each with its test in
 tests/test_fuzz_plugin.py): the hub collects the targets and then forks its workers, so
 
 - every worker inherits the hub's `process_uuid`, and two workers' reports on one target interleave
@@ -23,6 +23,9 @@ tests/test_fuzz_plugin.py): the hub collects the targets and then forks its work
   hub's first 60-second look, so the hub printed `Found a failing input for every test!`, shut its
   shared state down under the workers (BrokenPipeError) and exited 1. Each worker here publishes
   the targets it was given before it starts.
+- a worker that finds a failure shrinks it, then reads `shrink_target.slice_comments`, which Hypothesis
+  has renamed `span_comments` (HypoFuzz 25.11.1 with Hypothesis 6.170): the worker died with
+  AttributeError on the first failure it found. `slice_comments` is given back as the alias it was.
 - on SIGINT (or a worker's death) the hub left its workers running, and waited for them at exit:
   a hub with a defunct worker stayed for as long as the other fuzzed. Here the workers ignore SIGINT
   (the hub alone answers it), and the hub ends every child it started when its run ends, however it
@@ -96,11 +99,28 @@ def fix_hypofuzz() -> bool:
         print("sessionspec: this HypoFuzz has no _start_worker/FuzzWorkerHub; its known faults are not worked around",
               file=sys.stderr)
         return False
+    alias_slice_comments()
     hub._start_worker = worker_entry(hub._start_worker)
     hub.FuzzWorkerHub.start = hub_start(hub.FuzzWorkerHub.start)
     hub.Process = _recorded_process
     hub._sessionspec_fixed = True
     return True
+
+
+def alias_slice_comments() -> None:
+    """`slice_comments`, which HypoFuzz reads and writes, as Hypothesis's `span_comments` (where it is gone)."""
+    data: Any = importlib.import_module("hypothesis.internal.conjecture.data")
+    for kind in (data.ConjectureResult, data.ConjectureData):
+        if not hasattr(kind, "slice_comments"):
+            kind.slice_comments = property(_span_comments, _set_span_comments)
+
+
+def _span_comments(self: Any) -> Any:
+    return self.span_comments
+
+
+def _set_span_comments(self: Any, comments: Any) -> None:
+    self.span_comments = comments
 
 
 def _recorded_process(*args: Any, **kwargs: Any) -> Any:
