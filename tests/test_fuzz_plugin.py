@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.internal.conjecture.data import ConjectureData
 from sessionspec.testing import fuzz, plugin
 from sessionspec.testing.plugin import TARGETS, names_the_targets
@@ -225,20 +224,3 @@ def interrupt(name: str, fuzzers: dict[str, tuple[subprocess.Popen[bytes], Path]
     for fault in ("Traceback", "Error", "Found a failing input for every test"):
         assert fault not in output, f"{name}:\n{output[-4000:]}"
     return output
-
-
-@needs_proc
-def test_sigint_ends_the_recipe_and_every_worker(tmp_path: Path) -> None:
-    """The README's recipe (two workers, the shared database a directory here), interrupted at its hub while both
-    workers fuzz: it ends, and no worker is left (issue 35: the hub stayed beside a defunct worker for 10 minutes).
-    Both workers have their own uuid, as HypoFuzz reads them back from the database."""
-    shared = tmp_path / "shared"
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "nightly", "SESSIONSPEC_HYPOTHESIS_DB": str(shared)}
-    fuzzers = {"recipe": (start_fuzzer(["-n", "2", "--", "--pyargs", TARGETS], cwd=tmp_path, env=env,
-                                       log=tmp_path / "recipe.log"), tmp_path / "recipe.log")}
-    database = DirectoryBasedExampleDatabase(shared)
-    wait_for(lambda: len(list(database.fetch(b"hypofuzz.worker_uuids"))) >= 2, "both workers to start",
-             within=240, fuzzers=fuzzers)
-    time.sleep(3)
-    interrupt("recipe", fuzzers, group=False)
-    assert len(set(database.fetch(b"hypofuzz.worker_uuids"))) == 2

@@ -54,6 +54,8 @@ WORKER_DIED_EXIT = 2
 """The exit of a HypoFuzz run one of whose workers died: the search could not run (the project's codes)."""
 _UUID_HOLDERS = ("hypofuzz.utils", "hypofuzz.provider", "hypofuzz.hypofuzz")
 """HypoFuzz's modules that hold the worker's `process_uuid` (each imported it by name)."""
+HUB_GONE = (BrokenPipeError, ConnectionResetError, EOFError, FileNotFoundError)
+"""What a worker's call to the hub's shared state raises once the hub has shut it down."""
 _WORKERS: list[Any] = []
 """The worker processes this hub started (multiprocessing.Process)."""
 
@@ -143,7 +145,11 @@ def worker_entry(original: Callable[..., None]) -> Callable[..., None]:
                 module.process_uuid = fresh
         # Until its first batch ends, every target the hub gave this worker is still to be fuzzed.
         shared_state["worker_state"]["valid_nodeids"] = sorted(shared_state["hub_state"]["nodeids"])
-        original(pytest_args=pytest_args, shared_state=shared_state)
+        try:
+            original(pytest_args=pytest_args, shared_state=shared_state)
+        except HUB_GONE:
+            # The hub's shared state is gone: the hub has ended its run, and this worker has no one to report to.
+            os._exit(0)
 
     return start_worker
 
@@ -171,11 +177,16 @@ class _Watch(threading.Thread):
 
 
 def hub_start(original: Callable[[Any], None]) -> Callable[[Any], None]:
-    """The hub's run, which ends every process it started however it ends, and ends when a worker dies."""
+    """The hub's run, which ends every process it started however it ends, and ends when a worker dies.
+
+    On SIGINT the workers are ended first, before HypoFuzz's hub unwinds and shuts its shared state down
+    under them (a worker still running then dies on BrokenPipeError).
+    """
 
     @functools.wraps(original)
     def start(self: Any) -> None:
         watch = _Watch()
+        previous = signal.signal(signal.SIGINT, _end_workers_then_interrupt)
         watch.start()
         try:
             original(self)
@@ -188,18 +199,25 @@ def hub_start(original: Callable[[Any], None]) -> Callable[[Any], None]:
             raise SystemExit(WORKER_DIED_EXIT) from None
         finally:
             watch.stop()
-            end_children()
+            signal.signal(signal.SIGINT, previous)
+            end_processes(multiprocessing.active_children())
 
     return start
 
 
-def end_children(grace: float = 10.0) -> None:
-    """Every child of this process (the workers, the dashboard) is ended: SIGTERM, then SIGKILL after `grace` s."""
-    children = multiprocessing.active_children()
-    for child in children:
-        child.terminate()
-    for child in children:
-        child.join(grace)
-        if child.is_alive():
-            child.kill()
-            child.join()
+def _end_workers_then_interrupt(signum: int, frame: object) -> None:
+    """The hub's SIGINT: its workers end, then the hub is interrupted as Python's own handler would."""
+    end_processes([worker for worker in _WORKERS if worker.pid is not None])
+    raise KeyboardInterrupt
+
+
+def end_processes(processes: list[Any], grace: float = 10.0) -> None:
+    """Each process (multiprocessing.Process) is ended: SIGTERM, then SIGKILL if it is still there after `grace` s."""
+    for process in processes:
+        if process.exitcode is None:
+            process.terminate()
+    for process in processes:
+        process.join(grace)
+        if process.is_alive():
+            process.kill()
+            process.join()
