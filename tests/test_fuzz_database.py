@@ -157,7 +157,7 @@ def test_a_redis_url_is_hypothesis_redis_database_and_keeps_a_failure(redis_url:
 def test_a_redis_url_without_the_client_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(profiles, "_REDIS_DATABASES", {})
     monkeypatch.setattr(profiles.importlib, "import_module", _no_redis)
-    with pytest.raises(profiles.DatabaseUnavailable, match=r"pip install 'sessionspec\[fuzz\]'"):
+    with pytest.raises(profiles.DatabaseUnavailable, match=r"its fuzz extra \(a checkout: pip install -e '\.\[fuzz\]'\)"):
         profiles.shared_database("redis://127.0.0.1:1/0")
 
 

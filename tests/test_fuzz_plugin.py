@@ -1,8 +1,9 @@
 """The installed fuzzing path: the fuzz targets as a package module, and the pytest plugin that gives them the profiles.
 
 Each run is a fresh `python -m pytest` from a directory outside the checkout, as a user of
-`pip install 'sessionspec[fuzz]'` runs it (the plugin is the `pytest11` entry point of the installed
-package; an editable install has it too).
+sessionspec with its `fuzz` extra runs it (the plugin is the `pytest11` entry point of the installed
+package; an editable install has it too). Below them, the plugin's workarounds of HypoFuzz's faults (issue 35),
+each by a test that fails without it; the HypoFuzz runs themselves are in tests/test_fuzz_database.py.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def shared_database(where: str | None = None) -> ExampleDatabase:
         database: ExampleDatabase = importlib.import_module("hypothesis.extra.redis").RedisExampleDatabase(client)
     except ImportError as missing:
         raise DatabaseUnavailable(f"{DATABASE_ENV}={where} is a redis URL, and the redis client is not installed "
-                                  f"({missing}): pip install 'sessionspec[fuzz]'") from None
+                                  f"({missing}): install sessionspec with its fuzz extra (a checkout: pip install -e '.[fuzz]')") from None
     _REDIS_DATABASES[where] = database
     return database
 
