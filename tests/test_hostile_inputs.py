@@ -548,7 +548,7 @@ def test_long_paths_up_to_path_max(tmp_path: Path, fmt: str) -> None:
         shutil.copyfile(source, path)
         judge_long(path)
         path.unlink()
-    beyond = str(tmp_path) + "/." * (PATH_MAX // 2) + f"/source.{fmt}"  # the file is there; its name is too long
+    beyond = str(tmp_path) + "/deep/.." * (PATH_MAX // 8) + f"/source.{fmt}"  # the file is there; its name too long
     for command in (("check",), ("show",), ("repair", "--write")):
         ran = run_cli(*command, beyond)
         assert ran.traceback is None and ran.code == 2 and len(ran.err.strip().splitlines()) == 1, ran
