@@ -108,13 +108,13 @@ def reason(error: BaseException, subject: str | None) -> str:
 def report(error: BaseException, subject: str | None) -> int:
     """The reason on standard error (if that can still be written), standard output made harmless; returns FAULT."""
     line = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in reason(error, subject))
-    _silence(sys.stdout)
+    silence(sys.stdout)
     with contextlib.suppress(OSError, ValueError, AttributeError):
         print(line, file=sys.stderr, flush=True)
     return FAULT
 
 
-def _silence(stream: TextIO | None) -> None:
+def silence(stream: TextIO | None) -> None:
     """A failed standard output pointed at /dev/null, so what is still buffered cannot fail again as Python exits."""
     if stream is None:
         return
