@@ -174,6 +174,12 @@ def may_end_turn(raw: bytes) -> bool:
     return b"turn/end" in raw or b"\\" in raw
 
 
+def may_hold_turn_end(raw: bytes) -> bool:
+    """Whether one stored line could be a record holding a `turn/end`: it must also be a JSON object, whose text starts
+    with `{` after whitespace (a line that is no JSON at all, or another value, is passed over unparsed)."""
+    return raw.lstrip()[:1] == b"{" and may_end_turn(raw)
+
+
 @dataclass
 class Scanner:
     """Reads storage records in order and decides where the committed log ends.
@@ -199,7 +205,7 @@ class Scanner:
         `line` is the file line (JSONL) or the row's seq (SQLite); `read` turns `raw` into the
         storage record (default: lossless JSON text).
         """
-        if self.pending is not None and type(raw) is bytes and not may_end_turn(raw):
+        if self.pending is not None and type(raw) is bytes and not may_hold_turn_end(raw):
             return []
         try:
             value = (read or self._parse)(raw)
