@@ -135,13 +135,24 @@ def test_the_densest_log_a_writer_makes_of_a_workload_is_far_within_its_budget(t
 
 
 def test_a_small_log_with_one_large_repetitive_record_loads(tmp_path: Path) -> None:
-    """The floors: 16 MiB of one repeated character compresses to a few KB, and a log of one such record still loads."""
+    """The floors: 16 MiB of one repeated character compresses to a few KB, and a log of one such record, framed as
+    any zstd writer frames it (ours no longer does, below), still loads."""
     batch = agent_log(1)[0]
     big = {"type": "plugin/hostile", "seq": len(batch), "time": 0, "data": "y" * (16 << 20), "ignorable": True}
-    path = tmp_path / "big.jsonl.zstd"
-    storage.save(path, {"version": 0, "id": "h", "createdAt": 1}, [*batch, big])
+    path = write_zstd(tmp_path / "big.jsonl.zstd", [lines_of([*batch, big])])
     assert path.stat().st_size < 64_000
     assert len(storage.load(path).events) == len(batch) + 1
+
+
+def test_our_writer_stores_a_batch_that_compresses_past_the_ratio_in_raw_frames(tmp_path: Path) -> None:
+    """SESSION-STORAGE-RECORD.3 on the writer's side: the same batch through our writer holds the ratio of 128 bytes of
+    plaintext per byte of file on its own (raw blocks), so no number of such batches can pass the budget."""
+    batch = agent_log(1)[0]
+    big = {"type": "plugin/hostile", "seq": len(batch), "time": 0, "data": "y" * (16 << 20), "ignorable": True}
+    path = tmp_path / "ours.jsonl.zstd"
+    storage.save(path, {"version": 0, "id": "h", "createdAt": 1}, [*batch, big])
+    assert path.stat().st_size * 128 >= 16 << 20
+    assert storage.load(path).events[-1].data == big["data"]
 
 
 def test_a_blob_past_the_record_bound_is_its_rows_defect_and_its_decode_is_spent(
