@@ -115,7 +115,7 @@ def test_a_record_of_exactly_the_record_bound_loads_and_one_byte_more_is_refused
     path = tmp_path / "log.jsonl"
     storage.save(path, session.header, session.events)
     with path.open("rb") as stream:
-        length = len(stream.readline())
+        length = len(stream.readline()) - 1  # a record is its line without the newline
     monkeypatch.setattr(jsonlread, "MAX_RECORD_BYTES", length)
     assert storage.load(path).header["cwd"] == session.header["cwd"]
     monkeypatch.setattr(jsonlread, "MAX_RECORD_BYTES", length - 1)

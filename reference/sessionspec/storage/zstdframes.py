@@ -259,10 +259,11 @@ def raw_frame(plain: bytes, compressed: bytes) -> bytes:
     block). The checksum is the low 32 bits of the plaintext's XXH64, whichever way the blocks are
     stored, so it is taken from the compressed frame of the same plaintext (.3 requires one).
     """
-    blocks = [MAGIC, RAW_DESCRIPTOR, len(plain).to_bytes(8, "little")]
+    blocks: list[bytes | memoryview] = [MAGIC, RAW_DESCRIPTOR, len(plain).to_bytes(8, "little")]
+    view = memoryview(plain)  # the blocks are views of the plaintext, copied once, by the join
     start = 0
     while True:
-        piece = plain[start:start + RAW_BLOCK]
+        piece = view[start:start + RAW_BLOCK]
         start += RAW_BLOCK
         last = start >= len(plain)
         blocks += [(len(piece) << 3 | last).to_bytes(3, "little"), piece]
