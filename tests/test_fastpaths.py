@@ -36,10 +36,10 @@ from sessionspec.jsonvalue import FrozenDict, FrozenList, is_json, snapshot
 from sessionspec.legacy import check_current, upgrade
 from sessionspec.live import fastpath, fastrecord, fasttext
 from sessionspec.live.fastpath import FAST_FORMS, FastForm, message_shape_holds, rule_ids
-from sessionspec.logcheck import survey
 from sessionspec.logcheck.checker import Checker
 from sessionspec.rules import RULES, check
 from sessionspec.shapes import check_content
+from sessionspec.storage import survey
 from sessionspec.storage.chunkrows import ROW_TAGS, decode
 from sessionspec.surface import check_tool_result_rewrite, plan_replace
 from sessionspec.testing import builders
@@ -50,7 +50,7 @@ from test_logcheck_checker import stored_log
 # --- the declarations ---------------------------------------------------------------------------
 
 RULE_ID = re.compile(r"SESSION-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*\.[0-9]+")
-_NOT_REFERENCE = ("sessionspec.live", "sessionspec.logcheck")
+_NOT_REFERENCE = ("sessionspec.live", "sessionspec.logcheck", "sessionspec.storage.survey")
 
 
 def raised_rules(function: Callable[..., Any], seen: set[Any] | None = None) -> set[str]:

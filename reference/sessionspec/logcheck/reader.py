@@ -4,7 +4,7 @@ Every format has one reader, the storage backend's own (`storage.open_reader`), 
 exactly the committed region a load would see. For JSONL, the format people check most and the
 one whose speed is measured, the checker takes whole runs of lines itself: `storage.jsonlread`
 reads the file in blocks, a block proven canonical (`live.fasttext.parse_block`) is surveyed
-(logcheck/survey.py) and its runs are folded into the checker's state whole; only the lines no
+(storage/survey.py) and its runs are folded into the checker's state whole; only the lines no
 run takes come out of `records()`. On a machine with cores to spare, forked surveyors
 (logcheck/workers.py) parse and survey blocks ahead while this process folds them in order,
 surveying one itself whenever it would wait.
