@@ -22,7 +22,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, overload
 
-from sessionspec.envelope import Event
+from sessionspec.envelope import Event, EventSequence
 from sessionspec.jsonvalue import FrozenList, Json
 from sessionspec.live.fastrecord import stored_event
 from sessionspec.live.fasttext import parse_block, read_line
@@ -86,7 +86,7 @@ class StoredBlocks:
             seq += 1
 
 
-class StoredEvents(Sequence[Event]):
+class StoredEvents(EventSequence):
     """Events start..stop-1 of a loaded log, built when read (see the module docstring). Immutable, like FrozenList."""
 
     __slots__ = ("_start", "_stop", "_store")

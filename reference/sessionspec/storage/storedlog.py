@@ -30,10 +30,11 @@ from sessionspec.catalog import END_SEED, RETIRED_TYPES, SURFACE_TYPES, TOOL_RES
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenList, Json
 from sessionspec.legacy import may_upgrade
+from sessionspec.live.fastpath import implies, rule_ids
 from sessionspec.live.fastrecord import stored_event
 from sessionspec.live.fasttext import parse_block
 from sessionspec.shapes import check_content
-from sessionspec.storage import collector_paused
+from sessionspec.storage import collector_paused, load_from
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import LoadResult
 from sessionspec.storage.jsonlread import JsonlReader, Stopped, Surveyed
@@ -115,8 +116,17 @@ def turn_open(blocks: list[bytes]) -> bool:
     return False
 
 
+@implies(reference=load_from, rules=(
+    *rule_ids("SESSION-LOSSLESS-TEXT", 1, 6), *rule_ids("SESSION-LOSSLESS-JSON", 1, 6), *rule_ids("SESSION-EVENT-ENVELOPE", 1, 8),
+    *rule_ids("SESSION-CORE-EVENTS", 1, 2), *rule_ids("SESSION-SURFACE-PROJECTION", 1, 5),
+    *rule_ids("SESSION-SURFACE-PROVENANCE", 1, 6), *rule_ids("SESSION-SURFACE-REPLACE", 1, 4),
+    *rule_ids("SESSION-SURFACE-TOOL-RESULT", 1, 3), *rule_ids("SESSION-MESSAGE-SHAPE", 1, 9),
+    *rule_ids("SESSION-REQUEST-HEADER", 1, 4), *rule_ids("SESSION-CHUNK-ROWS", 1, 5), "SESSION-CHUNK-ROWS.8",
+    *rule_ids("SESSION-LEGACY-UPGRADE", 1, 6), *rule_ids("SESSION-TORN-TAIL", 1, 3), "SESSION-STORAGE-SEQ.1",
+    "SESSION-STORAGE-LOAD.2", "SESSION-SEED-ACCEPTANCE.2", "SESSION-SURFACE-FOLD.1", "SESSION-UNKNOWN-EVENT-GATE.1"))
 def load_jsonl(name: str, session_id: str | None, catalog: Catalog) -> LoadResult | None:
-    """The loaded log, as the gate would load it, if this form vouches for every record of it; else None.
+    """The loaded log, as the gate would load it (`load_from` with the store's seeding), if this form vouches for
+    every record of it; else None.
 
     The header is read by the JSONL reader (the gate's header checks); a refusal of anything
     after it is left to the gate, which reads the log again and names the rule.
