@@ -117,13 +117,16 @@ def cases(before: bool) -> list[Case]:
     return table
 
 
-def arguments(description: str, what: str) -> argparse.Namespace:
-    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`."""
+def arguments(description: str, what: str, *, busy: bool = False) -> argparse.Namespace:
+    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`;
+    with `busy`, how many busy loops load the machine meanwhile."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--log", type=Path, help="the (clean) log (default: a bench log)")
     parser.add_argument("--turns", type=int, default=2000, help="turns of the default log (default 2000)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--before", metavar="REV", help=f"also run {what} of this git revision's tree, beside this one")
+    if busy:
+        parser.add_argument("--busy", type=int, default=0, help="busy loops running meanwhile: a load from other work")
     return parser.parse_args()
 
 

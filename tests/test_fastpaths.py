@@ -406,7 +406,10 @@ CASES: dict[Callable[..., Any], tuple[Callable[[list[Any]], bool], list[list[Any
     survey.survey: (survey_implies_the_reference, [[RECORDS[:3]], [RECORDS[7:11]], [RECORDS[14:17]], [RECORDS[4:]]]),
     fasttext.fast_parse: (fast_parse_is_parse, [[record, 0] for record in RECORDS]),
     fasttext.parse_block: (parse_block_is_parse, [[RECORDS, 0, 0], [RECORDS[:3], 2, 0], [RECORDS[4:8], 1, 0]]),
-    storedlog.load_jsonl: (load_jsonl_is_the_gate, [[RECORDS], [[*RECORDS[:3], {**RECORDS[-1], "seq": 3, "data": {"turn": 1, "reason": {"kind": "completed"}}}]], [[]]]),
+    storedlog.load_jsonl: (load_jsonl_is_the_gate, [  # the sweep takes the first three; the whole log is broken any
+        # way in tests/test_07_storedlog.py (a file written and loaded twice for each change)
+        [[*RECORDS[:3], {**RECORDS[-1], "seq": 3, "data": {"turn": 1, "reason": {"kind": "completed"}}}]], [[]],
+        [[RECORDS[0], {**RECORDS[-1], "seq": 1, "data": {"turn": 1, "reason": {"kind": "completed"}}}]], [RECORDS]]),
 }
 """Each fast form: the implication it is held to, and the common valid inputs it must accept itself."""
 
