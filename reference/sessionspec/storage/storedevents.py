@@ -17,6 +17,7 @@ once.
 
 from __future__ import annotations
 
+import operator
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -114,7 +115,7 @@ class StoredEvents(EventSequence):
                 return StoredEvents(self._store, self._start + first, self._start + max(first, last))
             return FrozenList(self[position] for position in range(first, last, step))
         size = len(self)
-        position = index.__index__()
+        position = operator.index(index)
         if position < 0:
             position += size
         if not 0 <= position < size:
