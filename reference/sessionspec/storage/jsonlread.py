@@ -121,7 +121,7 @@ def read_blocks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | Stopped
 
 Run = tuple[int, int, int, int, list[Any]]
 """(start, end, first, next, ops): lines start..end-1 of a block, vouched for as the events first..next-1 whose
-surface operations are `ops` (the checker's survey, logcheck/survey.py, says what an op holds)."""
+surface operations are `ops` (the checker's survey, storage/survey.py, says what an op holds)."""
 Surveyed = tuple[int, list[Run], list[Any] | None] | None
 """A block's line count, its runs and (where it was parsed in this process) each line's value; None where the
 block is not canonical."""
