@@ -12,11 +12,13 @@ pays only for what it uses (tests/test_startup.py holds it; benchmarks/startup.p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
+from sessionspec.cli import faults
 from sessionspec.version import __version__
 
 COMMANDS: Final = {
@@ -67,9 +69,22 @@ def command_of(argv: Sequence[str]) -> str | None:
     return next((word for word in argv if not word.startswith("-")), None)
 
 
+def _lenient(stream: object) -> None:
+    """Text a command prints may quote what a testee or a log held (a lone surrogate, bytes that are not UTF-8, kept as
+    Python's surrogate escapes): written escaped, never a UnicodeEncodeError that ends the command before its report."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError, TypeError):
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _lenient(sys.stdout)
+    _lenient(sys.stderr)
     words = list(sys.argv[1:] if argv is None else argv)
     command = command_of(words)
+    if command == "conform":  # a run keeps its report whatever stops it, its own imports included
+        importlib.import_module("sessionspec.conformance.stopping").note_signals()
     parser, commands = _parsers(command if command in COMMANDS else None)
     args, extra = parser.parse_known_args(words)
     if extra:  # said by the command's own parser, with its usage, not the top level's
@@ -78,10 +93,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
+    return dispatch(handler, args)
+
+
+def dispatch(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """The command run, the machine's faults said in one line with exit 2 (`cli.faults`): the same for every command."""
+    subject = _subject(args)
+    closed = faults.closed_stdout()
+    if closed is not None:
+        return faults.report(closed, faults.STDOUT)
+    stdout = sys.stdout
+    sys.stdout = faults.Watched(stdout)
     try:
-        code: int = handler(args)
+        code = handler(args)
+        faults.flush()
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
+    except faults.caught() as error:
+        if not faults.is_fault(error):
+            raise
+        sys.stdout = stdout
+        return faults.report(error, subject)
+    finally:
+        sys.stdout = stdout
     return code
+
+
+def _subject(args: argparse.Namespace) -> str | None:
+    """What a fault that names no file is about: the command's one log or file, else the command."""
+    for name in ("path", "trace"):
+        value = getattr(args, name, None)
+        if value is not None:
+            return str(value)
+    paths = getattr(args, "paths", None)
+    if isinstance(paths, list) and len(paths) == 1:
+        return str(paths[0])
+    return f"sessionspec {args.command}"

@@ -30,7 +30,16 @@ from sessionspec.storage.chunkrows import check_storable, pack
 from sessionspec.storage.durable import PUBLISH, STALE, VERIFIED
 from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, LoadResult, Scanner, TornTail, header_from_record, refuse
 from sessionspec.storage.records import as_events, checked_header
-from sessionspec.storage.sqlitefile import DRIVER_ERRORS, ReadOnly, changed, check_identity, connect, damaged
+from sessionspec.storage.sqlitefile import (
+    DRIVER_ERRORS,
+    ReadOnly,
+    changed,
+    check_identity,
+    connect,
+    damaged,
+    forget_side_files,
+    side_files,
+)
 from sessionspec.storage.sqliterows import (
     DATA,
     DISCRIMINATOR,
@@ -241,7 +250,18 @@ def _unverified(path: str, why: str) -> NoReturn:
 
 
 def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool = False) -> None:
-    """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns."""
+    """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns.
+
+    A failed one leaves no new side file (issue 34: a full disk left an empty -wal and a -shm)."""
+    before = side_files(path)
+    try:
+        _transaction(path, body, initialise=initialise)
+    except BaseException:
+        forget_side_files(path, before)
+        raise
+
+
+def _transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool) -> None:
     connection = connect(path)
     try:
         connection.execute("BEGIN IMMEDIATE")
@@ -250,7 +270,8 @@ def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initi
             body(connection)
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            with contextlib.suppress(*DRIVER_ERRORS):  # a failed COMMIT may have ended the transaction itself
+                connection.execute("ROLLBACK")
             raise
     except DRIVER_ERRORS as error:
         raise damaged(error, str(path)) from None
