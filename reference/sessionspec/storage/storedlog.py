@@ -22,9 +22,12 @@ two to each other on generated logs, each also broken once.
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
+
+import orjson
 
 from sessionspec.catalog import END_SEED, RETIRED_TYPES, SURFACE_TYPES, TOOL_RESULT, Catalog
 from sessionspec.errors import SpecViolation
@@ -116,6 +119,37 @@ def turn_open(blocks: list[bytes]) -> bool:
     return False
 
 
+TAIL_BYTES = 64 << 10
+"""How much of the file's end `needs_repair_likely` reads."""
+
+
+def needs_repair_likely(path: Path) -> bool:
+    """Whether the file's end shows a torn tail (no final newline) or an open turn (a turn/start after the last
+    turn/end): then the gate loads it (closers, a cut), and a pass of the fast form first would be wasted.
+
+    Only a hint, read from the last TAIL_BYTES without any check: the fast form decides from the whole log
+    whichever way this answers (`turn_open`, the reader's torn tail).
+    """
+    try:
+        with open(path, "rb") as stream:
+            size = stream.seek(0, os.SEEK_END)
+            stream.seek(max(0, size - TAIL_BYTES))
+            tail = stream.read(TAIL_BYTES)
+    except OSError:
+        return False
+    if not tail.endswith(b"\n"):
+        return bool(tail)
+    for line in reversed(tail.split(b"\n")[1:]):
+        if b'"turn/' in line:
+            try:
+                kind = orjson.loads(line).get("type")
+            except (orjson.JSONDecodeError, AttributeError):
+                continue
+            if kind in ("turn/end", "turn/start"):
+                return bool(kind == "turn/start")
+    return False
+
+
 @implies(reference=load_from, rules=(
     *rule_ids("SESSION-LOSSLESS-TEXT", 1, 6), *rule_ids("SESSION-LOSSLESS-JSON", 1, 6), *rule_ids("SESSION-EVENT-ENVELOPE", 1, 8),
     *rule_ids("SESSION-CORE-EVENTS", 1, 2), *rule_ids("SESSION-SURFACE-PROJECTION", 1, 5),
@@ -131,6 +165,8 @@ def load_jsonl(name: str, session_id: str | None, catalog: Catalog) -> LoadResul
     The header is read by the JSONL reader (the gate's header checks); a refusal of anything
     after it is left to the gate, which reads the log again and names the rule.
     """
+    if needs_repair_likely(Path(name)):
+        return None
     taker = StoredLoad(catalog)
     reader = JsonlReader(Path(name), session_id, runs=taker)
     try:
