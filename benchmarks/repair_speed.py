@@ -11,12 +11,15 @@ the median of the rounds is printed, with the rounds' spread.
 
 Three logs: the log `sessionspec bench --turns N --save` writes (clean: nothing to repair); the
 same cut after the first `tool/call` of its last turn (open: three closers, a tool/result among
-them); and that cut with half of the next line after it (torn: a torn fragment to cut, and the
-same closers). `repair --write` runs on a fresh copy of the log every time. With `--before REV`,
+them); that cut with half of the next line after it (torn: a torn fragment to cut, and the
+same closers); and, with `--junk N` (default 1,000,000; 0 for none), that cut followed by N junk lines
+that name a turn/end without being one (issue 34: `turn/end`, no JSON at all, 9 bytes a line, and a
+tenth of them `"turn/end"`, a JSON string), each of which a reader must look at after the defect
+(SESSION-TORN-TAIL.2). `repair --write` runs on a fresh copy of the log every time. With `--before REV`,
 the tree of that git revision (its `reference/`, through `PYTHONPATH`) runs `repair` and `repair
 --write` beside this one.
 
-  python benchmarks/repair_speed.py [--log LOG.jsonl] [--turns 2000] [--rounds 5] [--before REV]
+  python benchmarks/repair_speed.py [--log LOG.jsonl] [--turns 2000] [--rounds 5] [--junk N] [--before REV]
 """
 
 from __future__ import annotations
@@ -99,6 +102,17 @@ def crashed(log: Path, folder: Path) -> tuple[Path, Path]:
     return opened, torn
 
 
+def junk(opened: Path, folder: Path, lines: int) -> Path:
+    """The open log followed by `lines` junk lines: nine in ten `turn/end` (no JSON), one in ten `"turn/end"`."""
+    path = folder / "junk.jsonl"
+    shutil.copyfile(opened, path)
+    block = b"turn/end\n" * 9 + b'"turn/end"\n'
+    with open(path, "ab") as stream:
+        for _ in range(lines // 10):
+            stream.write(block)
+    return path
+
+
 def earlier_tree(revision: str, into: Path) -> str:
     """The `reference/` of `revision`, unpacked under `into` (piped, never held here); returns what PYTHONPATH takes."""
     archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", revision, "reference"], stdout=subprocess.PIPE)
@@ -117,13 +131,19 @@ def cases(before: bool) -> list[Case]:
     return table
 
 
-def arguments(description: str, what: str) -> argparse.Namespace:
-    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`."""
+def arguments(description: str, what: str, *, busy: bool = False) -> argparse.Namespace:
+    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`;
+    with `busy`, how many busy loops load the machine meanwhile."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--log", type=Path, help="the (clean) log (default: a bench log)")
     parser.add_argument("--turns", type=int, default=2000, help="turns of the default log (default 2000)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--before", metavar="REV", help=f"also run {what} of this git revision's tree, beside this one")
+    if what == "repair":
+        parser.add_argument("--junk", type=int, default=1_000_000,
+                            help="junk lines after the open log's cut, a log of its own (default 1,000,000; 0: none)")
+    if busy:
+        parser.add_argument("--busy", type=int, default=0, help="busy loops running meanwhile: a load from other work")
     return parser.parse_args()
 
 
@@ -156,6 +176,8 @@ def main() -> None:
         folder = Path(tmp)
         clean = args.log or bench_log(folder, args.turns)
         logs = {"clean": clean, **dict(zip(("open", "torn"), crashed(clean, folder), strict=True))}
+        if args.junk:
+            logs["junk"] = junk(logs["open"], folder, args.junk)
         paths = sides(args.before, folder)
         table = cases(args.before is not None)
         costs: dict[tuple[str, str], list[Cost]] = {}
@@ -180,6 +202,11 @@ def report(logs: dict[str, Path], table: list[Case], costs: dict[tuple[str, str]
     worst = max(statistics.median(sorted(getattr(c, field) / getattr(b, field) for c, b in zip(
         costs[(kind, "repair")], costs[(kind, "check --jobs 1")], strict=True))) for kind in logs for field in ("cpu", "peak"))
     print(f"\nbar: `repair` within 2x of `check --jobs 1` in CPU time and peak memory; worst median ratio {worst:.2f}")
+    if "junk" in logs:
+        junk_cpu = {name: statistics.median(sorted(c.cpu / b.cpu for c, b in zip(
+            costs[("junk", name)], costs[("junk", "check --jobs 1")], strict=True))) for name in ("repair", "repair --write")}
+        print(f"bar (issue 34): on the junk log, `repair` within 1.5x of `check --jobs 1` in CPU time: "
+              f"{junk_cpu['repair']:.2f} (`repair --write`: {junk_cpu['repair --write']:.2f})")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,11 @@ import io
 import json
 import os
 import random
+import resource
 import shutil
 import sqlite3
+import subprocess
+import sys
 import traceback
 import tracemalloc
 from collections.abc import Iterator
@@ -650,3 +653,130 @@ def hostile_event_log(path: Path, key: str, text: bytes, *, at: int = 2, data_ke
     else:
         lines[at] = _splice(event, key, text)
     return write_jsonl(path, [lines])
+
+
+# --- faults of the machine: a read-only or full file system, a file-size limit, long names, a closed or full stdout ---
+# (issue 34): none says anything about a log, so every tool owes exit 2 with one line naming the fault, no traceback,
+# no finding ("damaged"), and the log unchanged or valid; a failed `repair --write` leaves no new file beside it.
+
+FAULT_ERRNOS = ("EROFS", "ENOSPC", "EFBIG", "ENAMETOOLONG", "EBADF", "EPIPE", "EACCES", "EIO")
+"""The error names a fault's one line ends with (cli/faults.py)."""
+NAME_MAX = 255
+PATH_MAX = 4096
+"""Linux's bounds on a file name and a path (with its NUL): the long-name sweep goes up to each."""
+
+
+def mount_tmpfs(directory: Path, *options: str) -> str | None:
+    """A tmpfs mounted on `directory` (`-o` options); None when mounted, else why it cannot be (not root, no mount)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        return "mounting a file system needs root and mount(8)"
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(("mode=0777", *options)), "tmpfs", str(directory)],
+                          capture_output=True, text=True)
+    return None if done.returncode == 0 else f"mount -t tmpfs failed: {done.stderr.strip()}"
+
+
+def remount_read_only(directory: Path) -> str | None:
+    done = subprocess.run(["mount", "-o", "remount,ro", str(directory)], capture_output=True, text=True)
+    return None if done.returncode == 0 else f"remount ro failed: {done.stderr.strip()}"
+
+
+def unmount(directory: Path) -> None:
+    subprocess.run(["umount", "-l", str(directory)], capture_output=True)
+
+
+def fill(directory: Path) -> None:
+    """Every free byte of the file system of `directory` taken by one file (a full disk)."""
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 16, 4096, 1):
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * size):
+                    pass
+    finally:
+        os.close(fd)
+
+
+def repairable_logs(directory: Path) -> dict[str, Path]:
+    """One log of each backend that a repair writes to: an open tail (closers to append) and, JSONL and zstd, a torn
+    fragment after it too (a cut first), with turns enough that the closers outgrow a tmpfs page's slack."""
+    logs = {}
+    for fmt in FORMATS:
+        logs[fmt] = clean_log(directory / f"open.{fmt}", fmt, open_tail=True, turns=2)
+    for fmt in ("jsonl", "jsonl.zstd"):
+        torn = directory / f"torn.{fmt}"
+        torn.write_bytes(logs[fmt].read_bytes() + (b'{"type":"tool/result","seq":' if fmt == "jsonl" else b"\x28\xb5\x2f\xfd\x00"))
+        logs[f"torn-{fmt}"] = torn
+    return logs
+
+
+@dataclass(frozen=True)
+class Faulted:
+    """A command run in a subprocess under a fault: its exit code, stdout, stderr."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run_faulted(argv: list[str], *, stdout: str = "pipe", file_size: int | None = None, timeout: float = 120) -> Faulted:
+    """`sessionspec ARGV` in a fresh interpreter with standard output `pipe`, `closed` (fd 1 closed before Python
+    starts), `full` (/dev/full) or `broken` (a pipe whose reader is gone), and RLIMIT_FSIZE set to `file_size`."""
+    def limits() -> None:
+        if file_size is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+        if stdout == "closed":
+            os.close(1)
+
+    command = [sys.executable, "-m", "sessionspec.cli", *argv]
+    out: Any = {"pipe": subprocess.PIPE, "closed": subprocess.DEVNULL, "full": None}.get(stdout)
+    if stdout == "broken":
+        read, write = os.pipe()
+        os.close(read)
+        out = write
+    target = open("/dev/full", "wb") if stdout == "full" else None  # noqa: SIM115 - closed below
+    try:
+        done = subprocess.run(command, stdout=target or out, stderr=subprocess.PIPE, preexec_fn=limits,
+                              timeout=timeout, env=dict(os.environ, SESSIONSPEC_NO_PROGRESS="1"))
+    finally:
+        if target is not None:
+            target.close()
+        if stdout == "broken":
+            os.close(out)
+    text = (done.stdout or b"").decode("utf-8", "replace")
+    return Faulted(done.returncode, text, done.stderr.decode("utf-8", "replace"))
+
+
+def fault_line(err: str) -> str:
+    """The one line a fault owes (and nothing else on stderr): asserted by the callers, returned for their messages."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert lines[0].startswith("sessionspec: ") and lines[0].rstrip(")").rsplit("(", 1)[-1] in FAULT_ERRNOS, lines[0]
+    return lines[0]
+
+
+def long_names(directory: Path, fmt: str, lengths: Iterator[int] | list[int]) -> Iterator[tuple[int, Path]]:
+    """A clean and open log of backend `fmt` under a file name of each length (bytes, the suffix included)."""
+    source = clean_log(directory / f"source.{fmt}", fmt, open_tail=True)
+    suffix = f".{fmt}"
+    for length in lengths:
+        path = directory / ("n" * (length - len(suffix)) + suffix)
+        shutil.copyfile(source, path)
+        yield length, path
+        for leftover in directory.iterdir():
+            if leftover.name.startswith("n"):
+                leftover.unlink()
+
+
+def deep_path(directory: Path, length: int, suffix: str) -> Path:
+    """A path of exactly `length` bytes (absolute) under `directory`: directories of 200 bytes, then the file name."""
+    base = len(os.fsencode(str(directory.absolute()))) + 1
+    parts: list[str] = []
+    while length - base - sum(len(p) + 1 for p in parts) > 200 + len(suffix) + 1:
+        parts.append("d" * 200)
+    name = length - base - sum(len(p) + 1 for p in parts)
+    folder = directory.joinpath(*parts)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ("f" * (name - len(suffix)) + suffix)
+    assert len(os.fsencode(str(path.absolute()))) == length
+    return path

@@ -10,7 +10,7 @@ from sessionspec.envelope import Event
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.rules import RULES
 from sessionspec.testing.builders import replace_op, request_header, tool_result, user_message, with_change
-from sessionspec.testing.implementations import SessionFactory
+from sessionspec.testing.implementations import SessionFactory, factory
 from support import rejects
 
 
@@ -327,3 +327,51 @@ def test_a_clock_that_appends_is_reentrant(create: SessionFactory) -> None:
     holder.append(session)
     error = rejects(session, "SESSION-APPEND-COMMIT.4", lambda: session.append("turn/start", {}))
     assert error.seq == 0 and session.seq == 0
+
+
+# --- the Python API itself: what the protocol's ops never call (issue 34, item 6) ----------------
+# Over the wire every append is `append_request` of a JSON object and every read a snapshot, so the conformance run
+# leaves `append`'s return value, `complete_log()` and a request that is no object at all unasserted: these run
+# against each in-process implementation by name (model and live), which is what a Python caller holds.
+
+
+@pytest.mark.parametrize("kind", ["log-only", "surface", "ignorable", "replace"])
+def test_append_returns_the_event_it_logged(implementation: str, kind: str) -> None:
+    session = started(factory(implementation))
+    calls: dict[str, tuple[str, Any, dict[str, Any]]] = {
+        "log-only": ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, {}),
+        "surface": ("user/message", user_message("u2", "again"), {"surface_op": "append"}),
+        "ignorable": ("plugin/note", {"n": 1}, {"ignorable": True}),
+        "replace": ("user/message", user_message("u3", "summary"),
+                    {"surface_op": replace_op(1, 1), "source_event_seqs": [1]}),
+    }
+    event_type, data, options = calls[kind]
+    event = session.append(event_type, data, **options)
+    assert isinstance(event, Event), f"{implementation}: append returned {event!r}"
+    assert (event.type, event.seq, event.data) == (event_type, 2, data)
+    assert event is session.events[-1] and event.to_json() == session.events[2].to_json()
+
+
+def test_append_request_returns_the_event_it_logged(implementation: str) -> None:
+    session = started(factory(implementation))
+    event = session.append_request({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}})
+    assert isinstance(event, Event) and event.seq == 2 and event is session.events[-1]
+
+
+def test_complete_log_returns_every_event_in_seq_order(implementation: str) -> None:
+    """SESSION-READ-VIEWS.1 through the Python API's own name for it."""
+    session = factory(implementation)("s", clock=counter())
+    assert list(session.complete_log()) == []
+    first = session.append("turn/start", {"turn": 1})
+    second = session.append("user/message", user_message(), surface_op="append")
+    log = session.complete_log()
+    assert log is not None and [event.seq for event in log] == [0, 1]
+    assert log[0] is first and log[1] is second and log == session.events
+
+
+@pytest.mark.parametrize("request_", [[], [["type", "turn/start"]], None, "turn/start", 1, True],
+                         ids=["empty-list", "pairs", "null", "string", "number", "bool"])
+def test_an_append_request_that_is_no_object_is_refused_as_the_envelope(implementation: str, request_: Any) -> None:
+    """SESSION-EVENT-ENVELOPE.1: a request is a JSON object; anything else is refused by rule, not an AttributeError."""
+    session = started(factory(implementation))
+    rejects(session, "SESSION-EVENT-ENVELOPE.1", lambda: session.append_request(request_))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
+import sqlite3
 import tracemalloc
 from pathlib import Path
 
 import pytest
 from sessionspec import storage
 from sessionspec.errors import SpecViolation
+from sessionspec.storage import sqlitefile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "storage"
 HEADER = '{"type":"session","version":0,"id":"fx","createdAt":0,"delegationDepth":0}\n'
@@ -114,3 +117,48 @@ def test_a_seq_gap_in_the_middle_names_line_and_seq(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     error = refused(path)
     assert error.rule == "SESSION-STORAGE-SEQ.1" and error.line == 12 and error.seq == 10
+
+
+# --- faults of the machine, as the library surfaces them (issue 34): OSError naming the file, never "damaged" ------
+
+
+@pytest.mark.parametrize(("code", "name", "number"), [
+    (13, "SQLITE_FULL", errno.ENOSPC), (8, "SQLITE_READONLY", errno.EROFS), (778, "SQLITE_IOERR_WRITE", errno.EIO),
+    (4874, "SQLITE_IOERR_SHMSIZE", errno.EIO), (14, "SQLITE_CANTOPEN", errno.EACCES), (3, "SQLITE_PERM", errno.EACCES),
+])
+def test_sqlite_errors_of_the_machine_are_os_errors_not_damage(tmp_path: Path, code: int, name: str, number: int) -> None:
+    """SQLite's own codes for its disk and files (the low byte of an extended code) become the OSError they stand for;
+    SQLITE_CORRUPT stays a refusal of the database (SESSION-SQLITE-ROW.4)."""
+    path = str(tmp_path / "log.sqlite")
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorcode, error.sqlite_errorname = code, name  # type: ignore[attr-defined]
+    found = sqlitefile.damaged(error, path)
+    assert isinstance(found, OSError) and found.errno == number and found.filename == path and name in str(found)
+    corrupt = sqlite3.DatabaseError("database disk image is malformed")
+    corrupt.sqlite_errorcode, corrupt.sqlite_errorname = 11, "SQLITE_CORRUPT"  # type: ignore[attr-defined]
+    refusal = sqlitefile.damaged(corrupt, path)
+    assert isinstance(refusal, SpecViolation) and refusal.rule == "SESSION-SQLITE-ROW.4"
+
+
+def test_a_sqlite_log_past_sqlites_504_byte_path_loads(tmp_path: Path) -> None:
+    """SQLite's unix VFS opens no path over 504 bytes (SQLITE_CANTOPEN, once read as damage): it is read as a copy."""
+    folder = tmp_path / ("d" * 200) / ("e" * 200)
+    folder.mkdir(parents=True)
+    path = folder / ("f" * 150 + ".sqlite")
+    assert len(os.fsencode(str(path.absolute()))) > 504
+    events = [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}]
+    short = tmp_path / "short.sqlite"
+    storage.save(short, {"version": 0, "id": "s", "createdAt": 0}, events)
+    shutil.copyfile(short, path)
+    assert [event.seq for event in storage.load(path).events] == [0]
+    with pytest.raises(OSError) as caught:
+        storage.repair(path)  # an open turn: closers to write, through a path SQLite cannot open
+    assert caught.value.errno == errno.ENAMETOOLONG and path.read_bytes() == short.read_bytes()
+    assert sorted(p.name for p in folder.iterdir()) == [path.name]
+
+
+def test_a_sqlite_name_whose_wal_cannot_be_named_is_refused_before_sqlite_opens_it(tmp_path: Path) -> None:
+    path = tmp_path / ("n" * (255 - len(".sqlite")) + ".sqlite")
+    with pytest.raises(OSError) as caught:
+        storage.save(path, {"version": 0, "id": "s", "createdAt": 0}, [])
+    assert caught.value.errno == errno.ENAMETOOLONG and list(tmp_path.iterdir()) == []

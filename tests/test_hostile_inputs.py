@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +37,8 @@ from hostile import (
     DEPTH,
     FOREIGN_OBJECTS,
     FORMATS,
+    NAME_MAX,
+    PATH_MAX,
     RECORD_CLASSES,
     RULE,
     VALID,
@@ -50,14 +53,23 @@ from hostile import (
     cuts,
     damaged_pages,
     deep_log,
+    deep_path,
     expanders,
+    fault_line,
+    fill,
     foreign_schema,
     lines_of,
+    long_names,
+    mount_tmpfs,
     oracle,
     placed,
     record_log,
+    remount_read_only,
+    repairable_logs,
     run_cli,
+    run_faulted,
     special_files,
+    unmount,
     value_log,
     write_jsonl,
     write_sqlite,
@@ -381,7 +393,7 @@ def test_logs_that_expand_past_their_budget(tmp_path: Path, monkeypatch: pytest.
     (the floors lowered to 4,096 records and 4 MiB so that the slice stays small; the nightly run keeps them)."""
     monkeypatch.setattr(budget, "RECORDS_FLOOR", 4_096)
     monkeypatch.setattr(budget, "PLAIN_FLOOR", 4 << 20)
-    for name, path in expanders(tmp_path, budget.RECORDS_FLOOR, budget.PLAIN_FLOOR):
+    for name, path in expanders(tmp_path, 4_096, 4 << 20):  # the floors just set
         verdict = judge(path, tmp_path, "SESSION-STORAGE-RECORD.3")
         assert (verdict.state, verdict.rule) == ("refused", "SESSION-STORAGE-RECORD.3"), (name, verdict)
 
@@ -411,6 +423,135 @@ def test_replay_refuses_a_corrupted_trace_in_one_line(tmp_path: Path) -> None:
         ran = run_cli("replay", str(path))
         assert ran.traceback is None and ran.code == 2, (path.name, ran)
         assert len(ran.err.strip().splitlines()) == 1, (path.name, ran.err)
+
+
+# --- faults of the machine (issue 34): exit 2, one line naming the fault, the log unchanged or valid -----------
+
+FAULT_COMMANDS = (("check",), ("show",), ("repair",), ("repair", "--write"))
+REPAIRABLE = ("jsonl", "jsonl.zstd", "sqlite", "torn-jsonl", "torn-jsonl.zstd")
+
+
+def listing(directory: Path) -> dict[str, bytes]:
+    return {entry.name: entry.read_bytes() for entry in directory.iterdir() if entry.is_file() and entry.name != "filler"}
+
+
+def unchanged_or_valid(path: Path, before: bytes) -> None:
+    """The log as it was, or a log the load gate reads whole: nothing to repair, nothing refused."""
+    if path.read_bytes() != before:
+        assert oracle(path).state == "clean", (path.name, oracle(path))
+
+
+@pytest.fixture(scope="module")
+def mounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """A read-only tmpfs and a full one of 256 KiB, each holding every repairable log (skipped where no mount can be)."""
+    base = tmp_path_factory.mktemp("mounts")
+    mounted: list[Path] = []
+    try:
+        for name in ("read-only", "full"):
+            why = mount_tmpfs(base / name, "size=256k")
+            if why is not None:
+                pytest.skip(why)
+            mounted.append(base / name)
+            repairable_logs(base / name)
+        why = remount_read_only(base / "read-only")
+        if why is not None:
+            pytest.skip(why)
+        fill(base / "full")
+        yield {"read-only": base / "read-only", "full": base / "full"}
+    finally:
+        for directory in mounted:
+            unmount(directory)
+
+
+@pytest.mark.parametrize("log", REPAIRABLE)
+@pytest.mark.parametrize("where", ["read-only", "full"])
+@pytest.mark.parametrize("command", FAULT_COMMANDS, ids=" ".join)
+def test_a_read_only_or_full_file_system(mounts: dict[str, Path], where: str, log: str, command: tuple[str, ...]) -> None:
+    """Reading needs no room and no write (exit 0 or 1 as on any disk); `repair --write` is exit 2 with EROFS or ENOSPC,
+    the log byte for byte as it was and no file beside it (no -wal, -shm or temp file)."""
+    folder = mounts[where]
+    path = folder / (f"torn.{log.removeprefix('torn-')}" if log.startswith("torn-") else f"open.{log}")
+    before = listing(folder)
+    ran = run_faulted([*command, str(path)])
+    if command == ("repair", "--write"):
+        line = fault_line(ran.err)
+        assert ran.code == 2 and line.endswith("(EROFS)" if where == "read-only" else "(ENOSPC)"), line
+    else:
+        assert ran.code in (0, 1) and "Traceback" not in ran.err and "damaged" not in ran.err, ran.err[-2000:]
+    assert listing(folder) == before
+
+
+@pytest.mark.parametrize("log", REPAIRABLE)
+def test_repair_under_a_file_size_limit_fails_before_it_cuts(tmp_path: Path, log: str) -> None:
+    """RLIMIT_FSIZE at the log's own size: the repair cannot grow it, so it is refused before anything is cut (EFBIG),
+    or, where it needs no more room (SQLite's pages), it finishes; never a cut committed without its closers."""
+    path = repairable_logs(tmp_path)[log]
+    before, files = path.read_bytes(), listing(tmp_path)
+    ran = run_faulted(["repair", "--write", str(path)], file_size=len(before))
+    if ran.code == 2:
+        assert fault_line(ran.err).endswith(("(EFBIG)", "(EIO)", "(ENOSPC)")), ran.err
+        assert path.read_bytes() == before and listing(tmp_path) == files
+    else:
+        assert ran.code == 0 and oracle(path).state == "clean", ran
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("stdout", ["closed", "full", "broken"])
+@pytest.mark.parametrize("command", FAULT_COMMANDS, ids=" ".join)
+def test_a_closed_full_or_broken_standard_output(tmp_path: Path, fmt: str, stdout: str, command: tuple[str, ...]) -> None:
+    """Exit 2, one line naming standard output; a closed one is found before anything is done, so `repair --write`
+    writes nothing; after a full one the repair may stand, and the log is valid."""
+    path = clean_log(tmp_path / f"open.{fmt}", fmt, open_tail=True)
+    before = path.read_bytes()
+    ran = run_faulted([*command, str(path)], stdout=stdout)
+    line = fault_line(ran.err)
+    expected = {"closed": "(EBADF)", "full": "(ENOSPC)", "broken": "(EPIPE)"}[stdout]
+    assert ran.code == 2 and "standard output" in line and line.endswith(expected), line
+    if stdout == "closed":
+        assert path.read_bytes() == before
+    unchanged_or_valid(path, before)
+
+
+NAME_LENGTHS = [20, 100, 200, *range(240, NAME_MAX + 1)]
+"""File names (bytes, suffix included): every length of the last 16 up to NAME_MAX, where side and temp files that
+add to the name stop fitting, and a few below."""
+PATH_LENGTHS = [*range(500, 513), 1024, 2048, PATH_MAX - 1]
+"""Absolute paths (bytes): every length around SQLite's 504 and its 512-byte pathname, then up to PATH_MAX."""
+
+
+def judge_long(path: Path) -> None:
+    """`check` and `repair --write` of an open log under a long name or path: done (exit 0, the log repaired), or
+    exit 2 naming ENAMETOOLONG with the log unchanged; never a traceback, never a finding."""
+    before = path.read_bytes()
+    ran = run_cli("check", str(path))
+    assert ran.traceback is None and ran.code == 0, (len(str(path)), ran)
+    ran = run_cli("repair", "--write", str(path))
+    assert ran.traceback is None, ran.traceback
+    if ran.code == 2:
+        assert fault_line(ran.err).endswith("(ENAMETOOLONG)") and path.read_bytes() == before, ran.err
+    else:
+        assert ran.code == 0 and oracle(path).state == "clean", (len(str(path)), ran)
+    STATS["long names"] += 1
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_long_file_names_at_every_length(tmp_path: Path, fmt: str) -> None:
+    for _, path in long_names(tmp_path, fmt, NAME_LENGTHS):
+        judge_long(path)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_long_paths_up_to_path_max(tmp_path: Path, fmt: str) -> None:
+    source = clean_log(tmp_path / f"source.{fmt}", fmt, open_tail=True)
+    for length in PATH_LENGTHS:
+        path = deep_path(tmp_path / "deep", length, f".{fmt}")
+        shutil.copyfile(source, path)
+        judge_long(path)
+        path.unlink()
+    beyond = str(tmp_path) + "/deep/.." * (PATH_MAX // 8) + f"/source.{fmt}"  # the file is there; its name too long
+    for command in (("check",), ("show",), ("repair", "--write")):
+        ran = run_cli(*command, beyond)
+        assert ran.traceback is None and ran.code == 2 and len(ran.err.strip().splitlines()) == 1, ran
 
 
 # --- nightly: thousands of variants ---------------------------------------------------------------------

@@ -15,9 +15,10 @@ import argparse
 import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
+from sessionspec.cli import faults
 from sessionspec.version import __version__
 
 COMMANDS: Final = {
@@ -94,10 +95,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
+    return dispatch(handler, args)
+
+
+def dispatch(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """The command run, the machine's faults said in one line with exit 2 (`cli.faults`): the same for every command."""
+    subject = _subject(args)
+    closed = faults.closed_stdout()
+    if closed is not None:
+        return faults.report(closed, faults.STDOUT)
+    stdout = sys.stdout
+    sys.stdout = faults.Watched(stdout)
     try:
-        code: int = handler(args)
+        code = handler(args)
+        faults.flush()
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
+    except faults.caught() as error:
+        if not faults.is_fault(error):
+            raise
+        sys.stdout = stdout
+        return faults.report(error, subject)
+    finally:
+        sys.stdout = stdout
     return code
+
+
+def _subject(args: argparse.Namespace) -> str | None:
+    """What a fault that names no file is about: the command's one log or file, else the command."""
+    for name in ("path", "trace"):
+        value = getattr(args, name, None)
+        if value is not None:
+            return str(value)
+    paths = getattr(args, "paths", None)
+    if isinstance(paths, list) and len(paths) == 1:
+        return str(paths[0])
+    return f"sessionspec {args.command}"

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from sessionspec.cli import COMMANDS
+from sessionspec.cli import COMMANDS, faults
 from sessionspec.cli.words import HelpFormatter
 from sessionspec.testing import implementations
 from sessionspec.wire.executor import Executor
@@ -35,5 +35,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as error:
         print(f"sessionspec serve: {error.args[0]}", file=sys.stderr)
         return 2
-    serve(Executor(create, args.impl), sys.stdin.buffer, sys.stdout.buffer)
+    try:
+        serve(Executor(create, args.impl), sys.stdin.buffer, sys.stdout.buffer)
+    except BrokenPipeError:
+        # The runner closed its end: the session is over, as at EOF (SCP v0), not a fault of the machine.
+        faults.silence(sys.stdout)
+        return 0
     return 0

@@ -12,7 +12,7 @@ the checker finds sound, that is the plan, at the cost of `check` (benchmarks/re
 
 Fast accept, exact reject: the first finding ends the stream, and so does anything the stream
 cannot vouch for (a legacy upgrade, which the load applies before it validates; a JSONL torn tail
-from a defect, whose later blocks the tail turn has seen too); `plan_repair` then returns None
+from a defect where a block the tail turn was fed whole held an object at or after its line); `plan_repair` then returns None
 and the caller loads the log through the gate, whose refusal (rule, message, line) or plan is
 the verdict. A refusal of the reader itself (corruption, an oversized record, a failed read)
 comes before anything the gate could say, so it is raised as the load raises it.
@@ -96,16 +96,22 @@ class TailTurn:
         if type(kind) is str and kind in _READ:
             self._read(kind, record)
 
-    def feed_block(self, records: Sequence[Any]) -> None:
-        """A block's records at once (the JSONL reader's parsed blocks)."""
-        if not records:
-            return
-        self.last = records[-1]
-        read = self._read
-        for record in records:
-            kind = record.get("type") if type(record) is dict else None
-            if type(kind) is str and kind in _READ:
-                read(kind, record)
+    def feed_block(self, records: Sequence[Any]) -> int:
+        """A block's records at once (the JSONL reader's parsed blocks); returns the index of its last object, or -1.
+
+        A value that is no object is no event (a committed record always is one): it is passed over, so a block of
+        junk after a defect leaves the tail turn as the committed records left it.
+        """
+        read, last = self._read, -1
+        for index, record in enumerate(records):
+            if type(record) is dict:
+                last = index
+                kind = record.get("type")
+                if type(kind) is str and kind in _READ:
+                    read(kind, record)
+        if last >= 0:
+            self.last = records[last]
+        return last
 
     def _read(self, kind: str, record: dict[str, Any]) -> None:
         turn = self.turn
@@ -157,13 +163,17 @@ class _Runs:
         """The reader's, once it is open."""
         self.lines = 1
         self.alone: deque[tuple[int, int]] = deque()
+        self.seen_through = 1
+        """The line of the last object the tail turn was fed in a whole block (the header's line, before any)."""
 
     def surveyed(self, chunks: Iterator[bytes | Stopped]) -> Iterator[tuple[bytes | Stopped, Surveyed]]:
         for chunk, surveyed in surveyed_blocks(chunks, self.checker.survey, ()):
             if isinstance(chunk, bytes):
                 if surveyed is not None and surveyed[2] is not None:
-                    self.tail.feed_block(surveyed[2])
+                    last = self.tail.feed_block(surveyed[2])
                     count = surveyed[0]
+                    if last >= 0:
+                        self.seen_through = self.lines + 1 + last
                 else:
                     count = chunk.count(b"\n") + 1
                     self.alone.append((self.lines + 1, self.lines + count))
@@ -200,8 +210,8 @@ def plan_repair(path: Path | str, session_id: str | None = None, *, catalog: Cat
     if not _streamed(reader.records(), checker, tail, runs if jsonl else None, tick and (lambda: tick(*runs.progress()))):
         return None
     torn = reader.torn
-    if jsonl and torn is not None and torn.rule != TORN_FRAGMENT:
-        return None  # a defect: the tail turn has seen the blocks after it too
+    if jsonl and torn is not None and torn.rule != TORN_FRAGMENT and (torn.line is None or runs.seen_through >= torn.line):
+        return None  # the tail turn was fed an object at or after the defect's line: not the committed records alone
     count = checker.next_seq
     closers = tail.closers(count)
     if closers is None:

@@ -17,10 +17,12 @@ writer is gone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import io
 import os
 import re
+import resource
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -142,6 +144,7 @@ def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes,
                                 f"or rewrote it; it is now {stat.st_size} bytes); load it and repair again")
         # .5 Then the result is read back; a raise here leaves the file as it was.
         verify()
+        room(path, stat.st_size, (stat.st_size if keep is None else keep) + len(content))
         if keep is not None:
             os.ftruncate(fd, keep)
             os.fsync(fd)
@@ -149,6 +152,22 @@ def repair(path: Path, read: tuple[int, ...], keep: int | None, content: bytes,
         return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def room(path: Path, size: int, final: int) -> None:
+    """Before a repair cuts anything: a file of `size` bytes may grow to `final` (issue 34: a file-size limit made a
+    repair commit its cut, then fail to write the closers). A limit (RLIMIT_FSIZE) below `final` and a file system
+    without the bytes the file grows by are said as the OSError the write would raise (EFBIG, ENOSPC), with the file
+    as it was; a disk that fills up after this leaves the cut alone committed, a valid log that repair finishes."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and final > limit:
+        raise OSError(errno.EFBIG, f"{os.strerror(errno.EFBIG)}: the repaired log would be {final} bytes, over the "
+                      f"file-size limit of {limit}", str(path))
+    if final > size:
+        status = os.statvfs(Path(path).parent)
+        if status.f_bavail * status.f_frsize < final - size + status.f_frsize:
+            raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: the repair needs {final - size} more bytes",
+                          str(path))
 
 
 class _Spliced(io.RawIOBase):

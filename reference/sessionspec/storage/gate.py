@@ -10,7 +10,7 @@ stored (no end-seed marker: resuming adds it through seeding, never loading).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +79,9 @@ class LoadResult:
     path: str
     format: str
     header: FrozenDict
-    events: FrozenList
+    events: Sequence[Event]
+    """The stored events: a FrozenList, or (a JSONL log the gate's fast form read) a `StoredEvents` that builds each
+    when it is read; either way an immutable sequence of the same Events, equal to the other."""
     closers: FrozenList
     torn: TornTail | None
     upgrades: tuple[LegacyUpgrade, ...]
@@ -174,6 +176,12 @@ def may_end_turn(raw: bytes) -> bool:
     return b"turn/end" in raw or b"\\" in raw
 
 
+def may_hold_turn_end(raw: bytes) -> bool:
+    """Whether one stored line could be a record holding a `turn/end`: it must also be a JSON object, whose text starts
+    with `{` after whitespace (a line that is no JSON at all, or another value, is passed over unparsed)."""
+    return raw.lstrip()[:1] == b"{" and may_end_turn(raw)
+
+
 @dataclass
 class Scanner:
     """Reads storage records in order and decides where the committed log ends.
@@ -199,7 +207,7 @@ class Scanner:
         `line` is the file line (JSONL) or the row's seq (SQLite); `read` turns `raw` into the
         storage record (default: lossless JSON text).
         """
-        if self.pending is not None and type(raw) is bytes and not may_end_turn(raw):
+        if self.pending is not None and type(raw) is bytes and not may_hold_turn_end(raw):
             return []
         try:
             value = (read or self._parse)(raw)

@@ -37,6 +37,7 @@ from sessionspec.storage.gate import (
     header_from_record,
     located,
     may_end_turn,
+    may_hold_turn_end,
     refuse,
 )
 
@@ -120,7 +121,7 @@ def read_blocks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | Stopped
 
 Run = tuple[int, int, int, int, list[Any]]
 """(start, end, first, next, ops): lines start..end-1 of a block, vouched for as the events first..next-1 whose
-surface operations are `ops` (the checker's survey, logcheck/survey.py, says what an op holds)."""
+surface operations are `ops` (the checker's survey, storage/survey.py, says what an op holds)."""
 Surveyed = tuple[int, list[Run], list[Any] | None] | None
 """A block's line count, its runs and (where it was parsed in this process) each line's value; None where the
 block is not canonical."""
@@ -178,15 +179,22 @@ def _value(value: Json) -> Json:
 
 
 def _alone(scanner: Scanner, lines: _Lines, first: int, last: int, line: int) -> Generator[tuple[int | None, Json], None, int]:
-    """Lines first..last-1 of a block, each fed to the scanner; returns the last line number."""
+    """Lines first..last-1 of a block, each fed to the scanner; returns the last line number.
+
+    SESSION-TORN-TAIL.2: after a defect only a line that is an object can hold a turn/end (the scanner would decode any
+    other value as itself and find none, and refuse no JSON at all), so every other line is passed over here: a tail of
+    a million junk lines costs a byte test each (or its block's parse), not a million parses by the lossless reader.
+    """
     values = lines.values
     for index in range(first, last):
         line += 1
-        if values is not None and scanner.pending is None:
+        if values is None:
+            raw = lines.raw(index)
+            if scanner.pending is None or may_hold_turn_end(raw):
+                yield from _one_line(scanner, line, raw, lines.end(index))
+        elif scanner.pending is None or type(values[index]) is dict:
             for record in scanner.feed(line, values[index], lines.end(index), read=_value):
                 yield line, record
-        else:
-            yield from _one_line(scanner, line, lines.raw(index), lines.end(index))
     return line
 
 
@@ -266,7 +274,8 @@ def _read_line(stream: BinaryIO, path: str, line: int) -> bytes:
 
 def _bounded_line(stream: BinaryIO, path: str, line: int) -> bytes:
     piece = stream.readline(_PIECE)
-    if (len(piece) < _PIECE or piece.endswith(b"\n")) and len(piece) <= MAX_RECORD_BYTES:
+    # SESSION-STORAGE-RECORD.1: a record is its line without the newline, as every reader and writer measures it.
+    if (len(piece) < _PIECE or piece.endswith(b"\n")) and len(piece) - piece.endswith(b"\n") <= MAX_RECORD_BYTES:
         return piece
     parts, total = [piece], len(piece)
     while True:
@@ -280,7 +289,7 @@ def _bounded_line(stream: BinaryIO, path: str, line: int) -> bytes:
         total += len(piece)
         if piece.endswith(b"\n"):
             break
-    if total > MAX_RECORD_BYTES:
+    if total - parts[-1].endswith(b"\n") > MAX_RECORD_BYTES:
         raise refuse(RECORD_SIZE, Kind.JSON, path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes", line=line)
     return b"".join(parts)
 

@@ -30,7 +30,16 @@ from sessionspec.storage.chunkrows import check_storable, pack
 from sessionspec.storage.durable import PUBLISH, STALE, VERIFIED
 from sessionspec.storage.gate import HEADER_IDENTITY, SEQ, LoadResult, Scanner, TornTail, header_from_record, refuse
 from sessionspec.storage.records import as_events, checked_header
-from sessionspec.storage.sqlitefile import DRIVER_ERRORS, ReadOnly, changed, check_identity, connect, damaged
+from sessionspec.storage.sqlitefile import (
+    DRIVER_ERRORS,
+    ReadOnly,
+    changed,
+    check_identity,
+    connect,
+    damaged,
+    forget_side_files,
+    side_files,
+)
 from sessionspec.storage.sqliterows import (
     DATA,
     DISCRIMINATOR,
@@ -175,6 +184,7 @@ class SqliteWriter:
         """Add a session (header row and first batch) to the database, creating the database if needed."""
         valid = checked_header(header)
         batch = as_events(events, 0)
+        rows = rows_of(batch, packed)
 
         def body(connection: sqlite3.Connection) -> None:
             exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (valid["id"],)).fetchone()
@@ -185,7 +195,7 @@ class SqliteWriter:
             values = [thaw(valid[key]) if key in valid else None for key in HEADER_KEYS]
             connection.execute(f"INSERT INTO sessions ({', '.join(HEADER_COLUMNS.values())}, incarnation, revision) "
                                f"VALUES ({', '.join('?' * len(HEADER_KEYS))}, ?, 0)", (*values, str(uuid.uuid4())))
-            _insert(connection, valid["id"], batch, packed)
+            _insert(connection, valid["id"], rows)
 
         transaction(Path(path), body, initialise=True)
         return cls(path, valid["id"], len(batch))
@@ -194,16 +204,17 @@ class SqliteWriter:
         batch = as_events(events, self.next_seq)
         if not batch:
             return
-        transaction(self.path, lambda connection: self._append_rows(connection, batch, packed))
+        rows = rows_of(batch, packed)
+        transaction(self.path, lambda connection: self._append_rows(connection, batch, rows))
         self.next_seq += len(batch)
 
-    def _append_rows(self, connection: sqlite3.Connection, batch: list[Event], packed: bool) -> None:
+    def _append_rows(self, connection: sqlite3.Connection, batch: list[Event], rows: list[tuple[Any, ...]]) -> None:
         stored = _stored_next_seq(connection, self.session_id, str(self.path))
         # SESSION-STORAGE-SEQ.1: the batch continues exactly where the stored log ends.
         if batch[0].seq != stored:
             raise refuse(SEQ, Kind.SEQ, str(self.path),
                          f"session {clipped(self.session_id, 120)} append starts at seq {batch[0].seq}, stored next seq is {stored}")
-        _insert(connection, self.session_id, batch, packed)
+        _insert(connection, self.session_id, rows)
 
     def commit_repair(self, result: LoadResult, verify: Callable[[Any], LoadResult]) -> LoadResult:
         """Delete the torn rows and insert the closers in one transaction, committed only once the result verifies.
@@ -225,7 +236,7 @@ class SqliteWriter:
                              f"(revision, rows, last seq were {result.revision}, now {found}); load it and repair again")
             if torn is not None:
                 connection.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (self.session_id, torn.row))
-            _insert(connection, self.session_id, as_events(result.closers, len(result.events)), True)
+            _insert(connection, self.session_id, rows_of(as_events(result.closers, len(result.events)), True))
             # SESSION-STORAGE-WRITE.5: read back inside the transaction; a result that does not verify is rolled back.
             verified.append(verify(SqliteReader(self.path, self.session_id, connection=connection)))
 
@@ -239,7 +250,18 @@ def _unverified(path: str, why: str) -> NoReturn:
 
 
 def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool = False) -> None:
-    """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns."""
+    """`body` in one BEGIN IMMEDIATE transaction of a database of our identity: committed if it returns.
+
+    A failed one leaves no new side file (issue 34: a full disk left an empty -wal and a -shm)."""
+    before = side_files(path)
+    try:
+        _transaction(path, body, initialise=initialise)
+    except BaseException:
+        forget_side_files(path, before)
+        raise
+
+
+def _transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initialise: bool) -> None:
     connection = connect(path)
     try:
         connection.execute("BEGIN IMMEDIATE")
@@ -248,7 +270,8 @@ def transaction(path: Path, body: Callable[[sqlite3.Connection], None], *, initi
             body(connection)
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            with contextlib.suppress(*DRIVER_ERRORS):  # a failed COMMIT may have ended the transaction itself
+                connection.execute("ROLLBACK")
             raise
     except DRIVER_ERRORS as error:
         raise damaged(error, str(path)) from None
@@ -285,18 +308,24 @@ def _stored_next_seq(connection: sqlite3.Connection, session_id: str, path: str)
     return int(row[0]) + row_members(record)
 
 
-def _insert(connection: sqlite3.Connection, session_id: str, batch: list[Event], packed: bool) -> None:
-    if not batch:
-        return
+def rows_of(batch: list[Event], packed: bool) -> list[tuple[Any, ...]]:
+    """The rows of one batch, bound before any transaction begins: a record the writer refuses (too long,
+    SESSION-STORAGE-RECORD.1; a row tag, SESSION-CHUNK-ROWS.7) is refused before a byte of the database is written."""
     records = [event.to_json() for event in batch]
     if packed:
         records = pack(records, sqlite=True)
     else:
         for record in records:
             check_storable(record)
+    return [bind_record(record) for record in records]
+
+
+def _insert(connection: sqlite3.Connection, session_id: str, rows: list[tuple[Any, ...]]) -> None:
+    if not rows:
+        return
     connection.executemany(
         "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(session_id, *bind_record(record)) for record in records])
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(session_id, *row) for row in rows])
     connection.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (session_id,))
 
 

@@ -18,6 +18,8 @@ the index deleted), a private copy of the two is read in a temporary directory.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
 import sqlite3
@@ -73,8 +75,87 @@ DRIVER_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 quotes damaged schema text that is not UTF-8."""
 
 
-def damaged(error: Exception, path: str, *, after: object = None, seq: int | None = None) -> SpecViolation:
-    """The refusal for an error SQLite raised: not a database (SESSION-SQLITE-SCHEMA.3) or damaged (SESSION-SQLITE-ROW.4)."""
+SQLITE_PATH_MAX = 504
+"""The longest path SQLite's unix VFS opens (its 512-byte pathname, less the `-journal` it must be able to name):
+measured, SQLITE_CANTOPEN from 505 bytes on. A longer path is no damage of the database (issue 34)."""
+FAULTS = {3: errno.EACCES, 5: errno.EBUSY, 6: errno.EBUSY, 8: errno.EROFS, 10: errno.EIO, 13: errno.ENOSPC,
+          14: errno.EACCES}
+"""SQLite's primary codes that are the machine's, not the file's content (PERM, BUSY, LOCKED, READONLY, IOERR, FULL,
+CANTOPEN), with the errno each stands for where the file system does not say more."""
+
+
+def fault(error: BaseException, path: str) -> OSError | None:
+    """An error SQLite raised because of the machine (its disk, its file system, a path it cannot open), as the OSError
+    it stands for, naming the file: never a "damaged" diagnosis. None for anything else (the database's content)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if not isinstance(code, int) or code & 0xFF not in FAULTS:
+        return None
+    number, text = FAULTS[code & 0xFF], f"{error} ({getattr(error, 'sqlite_errorname', 'SQLITE_ERROR')})"
+    if too_long(path):
+        number, text = errno.ENAMETOOLONG, f"SQLite opens no path over {SQLITE_PATH_MAX} bytes ({text})"
+    elif code & 0xFF in (8, 10, 13, 14):
+        number = _file_system(path) or number  # a full or read-only disk, where SQLite said only "disk I/O error"
+    return OSError(number, f"{os.strerror(number)}: {text}", path)
+
+
+def too_long(path: str | Path) -> bool:
+    return len(os.fsencode(os.path.abspath(path))) > SQLITE_PATH_MAX
+
+
+def _file_system(path: str | Path) -> int | None:
+    """EROFS or ENOSPC where the file system of `path` is read-only or full, else None."""
+    try:
+        status = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    if status.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    return errno.ENOSPC if status.f_bavail == 0 else None
+
+
+def writable(path: Path) -> None:
+    """Before SQLite opens `path` to write: a read-only file system or a path SQLite cannot open is said as the fault
+    it is, before SQLite creates anything beside the database (its -wal and -shm)."""
+    if too_long(path):
+        raise OSError(errno.ENAMETOOLONG, f"SQLite opens no path over {SQLITE_PATH_MAX} bytes", str(path))
+    try:
+        name_max = os.pathconf(os.path.dirname(os.path.abspath(path)), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(Path(path).name + "-wal")) > name_max:
+        raise OSError(errno.ENAMETOOLONG, f"SQLite writes through a -wal file beside the database, whose name would be "
+                      f"over the file system's {name_max} bytes", str(path))
+    if _file_system(path) == errno.EROFS:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def side_files(path: Path) -> set[str]:
+    """The side files of the database at `path` that exist (a name too long to exist is not there)."""
+    return {suffix for suffix in SIDE_FILES if os.path.lexists(f"{path}{suffix}")}
+
+
+def forget_side_files(path: Path, before: set[str]) -> None:
+    """After a failed write: the side files SQLite created for it, if they hold nothing (an empty -wal or -journal,
+    and the -shm that indexes it). None of them was there before, so no other connection had the database open; a
+    log with a frame in its new WAL keeps it (SQLite ignores frames no commit ends, and a reader needs the index)."""
+    created = side_files(path) - before
+    journals = [suffix for suffix in ("-wal", "-journal") if suffix in created]
+    if any(os.path.getsize(f"{path}{suffix}") for suffix in journals):
+        return
+    for suffix in created:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+
+
+def damaged(error: Exception, path: str, *, after: object = None, seq: int | None = None) -> SpecViolation | OSError:
+    """The refusal for an error SQLite raised: not a database (SESSION-SQLITE-SCHEMA.3) or damaged (SESSION-SQLITE-ROW.4);
+    or, for an error of the machine's (`fault`), that OSError."""
+    machine = fault(error, path)
+    if machine is not None:
+        return machine
     if isinstance(error, UnicodeDecodeError):
         error = sqlite3.DatabaseError(f"an error message that is not UTF-8 (damaged schema text): {error}")
     if getattr(error, "sqlite_errorcode", None) == _NOT_A_DATABASE:
@@ -112,6 +193,7 @@ def _open(uri: str, name: str) -> sqlite3.Connection:
 def connect(path: Path) -> sqlite3.Connection:
     """A connection for writing: WAL, `synchronous = FULL` (SESSION-STORAGE-WRITE.2). Readers use ReadOnly."""
     name = str(path)
+    writable(Path(path))
     if Path(path).exists():
         _judge_file(Path(path), write=True)
     connection = _open(_uri(Path(path)), name)
@@ -128,8 +210,12 @@ def connect(path: Path) -> sqlite3.Connection:
 def _stamp(path: Path) -> tuple[int, ...] | None:
     try:
         status = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        if error.errno == errno.ENAMETOOLONG:
+            return None  # a -wal whose name is too long for the file system: there is none
+        raise
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
@@ -143,13 +229,17 @@ class ReadOnly:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         _judge_file(self.path, write=False)
-        wal, index = Path(f"{path}-wal"), Path(f"{path}-shm")
+        wal = Path(f"{path}-wal")
+        sides = side_files(self.path)
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._watched: list[Path] = []
-        if wal.exists() and index.exists():
+        if too_long(self.path):
+            # A path SQLite cannot open (SQLITE_PATH_MAX): a private copy of the database (and its WAL), as below.
+            uri = _uri(self._copy(wal), "")
+        elif {"-wal", "-shm"} <= sides:
             # A writer's WAL and its index: read through them under SQLite's locks, which create nothing.
             uri = _uri(self.path, "mode=ro")
-        elif not wal.exists() and not Path(f"{path}-journal").exists():
+        elif not sides & {"-wal", "-journal"}:
             # The file alone is the committed state: read as it is, without locks; it is checked afterwards.
             self._watched = [self.path]
             uri = _uri(self.path, "mode=ro&immutable=1")
@@ -170,8 +260,9 @@ class ReadOnly:
         self._scratch = tempfile.TemporaryDirectory(prefix="sessionspec-read-")
         copy = Path(self._scratch.name) / "log.sqlite"
         before = [_stamp(self.path), _stamp(wal)]
+        sides = side_files(self.path)
         for source, suffix in ((self.path, ""), (wal, "-wal"), (Path(f"{self.path}-journal"), "-journal")):
-            if source.exists():
+            if not suffix or suffix in sides:
                 shutil.copyfile(source, f"{copy}{suffix}")
         if [_stamp(self.path), _stamp(wal)] != before:
             self.close()
