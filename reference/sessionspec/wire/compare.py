@@ -4,7 +4,8 @@ Over the protocol (`rules=False, time=False`, the runner and replay against a te
 reject always; the kind of a rejection always, `internal` included (a crash on invalid input is
 a divergence, never a wildcard); the rule never (another implementation need not name our
 rules); everything else an accepting answer carries exactly, as JSON, except what the testee's own
-clock decides: `time` in event envelopes and the header's `createdAt`. In process (`rules=True, time=True`, the machines, which share
+clock decides: `time` in event envelopes and the header's `createdAt` (and a torn tail's `reason`, words for people
+as a message is). In process (`rules=True, time=True`, the machines, which share
 one clock and one rule registry), rules and times are compared too.
 
 A snapshot field an external testee does not carry (`seq`, `header`, `transcript`,
@@ -82,6 +83,8 @@ def _without_time(key: str, value: Any) -> Any:
     and the header's `createdAt` (no deep walk: values may be deep)."""
     if key == "header" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k != "createdAt"}
+    if key == "torn" and isinstance(value, dict):  # a load's torn tail: where it starts; its reason is for people
+        return {k: v for k, v in value.items() if k != "reason"}
     if key in _ONE_EVENT and isinstance(value, dict):
         return {k: v for k, v in value.items() if k != "time"}
     if key in _EVENTS and isinstance(value, list):
