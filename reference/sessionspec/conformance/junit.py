@@ -15,7 +15,7 @@ from pathlib import Path
 
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from sessionspec.conformance.outcome import EXPECTED, FAILED, SKIPPED, Case, Outcome
+from sessionspec.conformance.outcome import EXPECTED, FAILED, NOT_APPLICABLE, SKIPPED, Case, Outcome
 
 SUITES = ("vectors", "machine", "failure list", "runner")
 
@@ -45,6 +45,6 @@ def _testcase(case: Case) -> TestCase:
         junit.result = [failure]
     elif case.status == EXPECTED:
         junit.result = [Skipped(f"expected failure [{case.level}]: {case.message}"[:1000])]
-    elif case.status == SKIPPED:
+    elif case.status in (SKIPPED, NOT_APPLICABLE):
         junit.result = [Skipped(case.message[:1000])]
     return junit

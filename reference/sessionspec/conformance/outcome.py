@@ -21,7 +21,9 @@ from sessionspec.conformance.runner import Result, broken
 from sessionspec.wire.divergence import Divergence
 
 PASSED, SKIPPED, EXPECTED, FAILED = "passed", "skipped", "expected failure", "unexpected failure"
-STATUSES: Final = (PASSED, SKIPPED, EXPECTED, FAILED)
+NOT_APPLICABLE = "not applicable"
+"""A case the testee does not claim: a storage vector of a backend its hello does not declare (spec/10)."""
+STATUSES: Final = (PASSED, SKIPPED, EXPECTED, FAILED, NOT_APPLICABLE)
 
 
 @dataclass
@@ -99,7 +101,7 @@ def tally(result: Result) -> dict[str, RuleTally]:
     reached: dict[str, set[str]] = {"required": set(), "recommended": set()}
     failing: dict[str, set[str]] = {"required": set(), "recommended": set()}
     for vector in result.vectors:
-        if vector.status != "skipped" and vector.level in reached:
+        if vector.status not in (SKIPPED, NOT_APPLICABLE) and vector.level in reached:
             reached[vector.level].update(vector.rules)
         found = vector.divergence
         if found is not None and found.level in failing:
@@ -145,6 +147,7 @@ def outcome(result: Result, verdict: Verdict, *, enforce: str = "recommended") -
         return _message(found)
 
     cases = [Case("vectors", v.id, PASSED if v.status == "passed" else SKIPPED if v.status == "skipped" else
+                  NOT_APPLICABLE if v.status == NOT_APPLICABLE else
                   status_of(v.divergence) if v.divergence is not None else FAILED, v.seconds,
                   v.reason or (message_of(v.divergence) if v.divergence is not None else ""),
                   v.divergence.level if v.divergence else None, v.divergence)

@@ -22,6 +22,7 @@ from typing import Any, Final
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.minimize import aftermath
 from sessionspec.conformance.search import collector_for_a_search, search
+from sessionspec.conformance.storagephase import Settings, run_phase
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
 from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
@@ -58,6 +59,8 @@ class Options:
     traces_dir: Path | None = None
     """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
+    storage: bool = True
+    """Whether the storage phase runs (spec/10, "Storage capability") when the testee's hello declares storage."""
 
 
 @dataclass
@@ -93,6 +96,8 @@ class Result:
     crash: str | None = None
     """The oracle's own failure, if the run could not complete because of it (the traceback's file is named)."""
     traces: Path | None = None
+    storage_seconds: float = 0.0
+    """How long the storage phase took (its vectors, the save check and the crash trial)."""
 
     @property
     def passed(self) -> int:
@@ -166,6 +171,21 @@ def _run_vectors(exchange: Exchange, options: Options, result: Result, progress:
             progress("vectors", number + 1, len(vectors))
 
 
+def _run_storage(exchange: Exchange, options: Options, result: Result, progress: Progress | None) -> None:
+    """The storage phase after the SCP vectors: its cases are counted as vectors are (`conformance.storagephase`)."""
+    if options.skip_vectors or not options.storage or result.stopped is not None:
+        return
+    assert result.traces is not None
+    started = time.perf_counter()
+    settings = Settings(options.vectors_dir / "storage", result.traces / "storage", options.command, options.timeout,
+                        large=options.profile in ("ci", "nightly"))
+    checked = run_phase(exchange, result.testee, settings, progress)
+    result.vectors.extend(VectorOutcome(c.id, c.status, c.seconds, c.divergence, c.reason, c.rules, c.level)
+                          for c in checked)
+    result.divergences.extend(c.divergence for c in checked if c.divergence is not None)
+    result.storage_seconds = time.perf_counter() - started
+
+
 def _unusable(exchange: Exchange) -> str | None:
     """Why the testee is declared unusable, if it is: it keeps failing, or keeps having to be restarted."""
     if exchange.gave_up:
@@ -227,6 +247,7 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
         result.partial = True
         return
     _run_vectors(exchange, options, result, progress)
+    _run_storage(exchange, options, result, progress)
     if (options.examples == 0 and options.profile is None) or result.stopped is not None:
         result.partial = True
         return
