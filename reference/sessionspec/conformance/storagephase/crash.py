@@ -96,32 +96,46 @@ def _judge(path: Path, acknowledged: list[Any], fresh: Connection) -> list[str]:
 
 def crash_trials(command: list[str], backends: tuple[str, ...], workdir: Path, *, timeout: float,
                  seed: int) -> list[Checked]:
-    """Each declared backend's trials, one case per backend."""
+    """Each declared backend's trials, one case per backend; one fresh testee loads every trial's log."""
     workdir.mkdir(parents=True, exist_ok=True)
     appends = requests()
     out: list[Checked] = []
-    for backend in backends:
-        begun = time.perf_counter()
-        chooser = random.Random(f"{seed}:{backend}")
-        found = None
-        fresh = Connection(command, timeout=timeout)
-        try:
-            fresh.start()
-            fresh.request({"op": "hello"})
-            for number, in_flight in enumerate(IN_FLIGHT):
-                kill_after = chooser.randrange(1, len(appends) - in_flight)
-                found = _trial(command, backend, workdir / f"{backend}-{number}{SUFFIX[backend]}", appends, kill_after,
-                               in_flight, timeout, fresh)
-                if found is not None:
-                    break
-        except TesteeFailure as failure:
-            found = divergence("vector", f"crash:{backend}", "attach", {"ok": True}, failure.answer(), [],
-                               [f"the testee failed before the kill: {failure.message}"])
-        finally:
-            fresh.close()
-        out.append(Checked(f"crash:{backend}", "passed" if found is None else "failed", time.perf_counter() - begun,
-                           found, rules=(ACKNOWLEDGED_DURABLE,), level=Level.RECOMMENDED.value))
+    fresh = Connection(command, timeout=timeout)
+    try:
+        fresh.start()
+        fresh.request({"op": "hello"})
+    except TesteeFailure as failure:
+        fresh.close()
+        why = [f"a fresh testee to load the logs could not be started: {failure.message}"]
+        return [Checked(f"crash:{backend}", "failed", 0.0, divergence("vector", f"crash:{backend}", "load", {"ok": True},
+                                                                       failure.answer(), [], why),
+                        rules=(ACKNOWLEDGED_DURABLE,), level=Level.RECOMMENDED.value) for backend in backends]
+    try:
+        for backend in backends:
+            begun = time.perf_counter()
+            found = _backend_trials(command, backend, workdir, appends, seed, timeout, fresh)
+            out.append(Checked(f"crash:{backend}", "passed" if found is None else "failed",
+                               time.perf_counter() - begun, found, rules=(ACKNOWLEDGED_DURABLE,),
+                               level=Level.RECOMMENDED.value))
+    finally:
+        fresh.close()
     return out
+
+
+def _backend_trials(command: list[str], backend: str, workdir: Path, appends: list[dict[str, Any]], seed: int,
+                    timeout: float, fresh: Connection) -> Divergence | None:
+    chooser = random.Random(f"{seed}:{backend}")
+    try:
+        for number, in_flight in enumerate(IN_FLIGHT):
+            kill_after = chooser.randrange(1, len(appends) - in_flight)
+            found = _trial(command, backend, workdir / f"{backend}-{number}{SUFFIX[backend]}", appends, kill_after,
+                           in_flight, timeout, fresh)
+            if found is not None:
+                return found
+    except TesteeFailure as failure:
+        return divergence("vector", f"crash:{backend}", "attach", {"ok": True}, failure.answer(), [],
+                          [f"the testee failed before the kill: {failure.message}"])
+    return None
 
 
 def _trial(command: list[str], backend: str, path: Path, appends: list[dict[str, Any]], kill_after: int,
