@@ -7,13 +7,16 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sessionspec.conformance.storagevectors import vectorfiles
 from sessionspec.rules import RULES
 from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
 from sessionspec.wire.verdict import Breach
+
+LARGE_TIMEOUT: Final = 120.0
+"""The answer timeout, in seconds, for a generated log at a bound (65,536 events, a 64 MiB line)."""
 
 
 @dataclass
@@ -59,12 +62,17 @@ def load_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Ch
     expected = expected_of(vector, path)
     exchange.begin("vector", str(vector["id"]))
     request = {"op": "load", "path": str(path), "session": vector.get("session")}
+    timeout = exchange.connection.timeout
+    if vector.get("generator") is not None:  # 65,536 events to load and answer: seconds, not a hang
+        exchange.connection.timeout = max(timeout, LARGE_TIMEOUT)
     try:
         exchange.send(request, expected=expected, breaches=breaches(rules) if not expected.get("ok") else ())
         exchange.flush()
     except DivergenceFound as found:
         return Checked(str(vector["id"]), "failed", time.perf_counter() - started, found.divergence, rules=rules,
                        level=level)
+    finally:
+        exchange.connection.timeout = timeout
     if vector.get("generator") is not None:
         path.unlink(missing_ok=True)  # a generated log can be large; the trace names its generator
     return Checked(str(vector["id"]), "passed", time.perf_counter() - started, rules=rules, level=level)
