@@ -16,7 +16,7 @@ from sessionspec.conformance.storagephase import NOT_APPLICABLE, declared, saves
 from sessionspec.conformance.storagevectors import vectorfiles
 
 SERVE = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl"]
-STORAGE_CASES = ("save:", "crash:")
+STORAGE_CASES = ("save:", "crash:", "repair:")
 
 
 def bare_testee(tmp_path: Path, backends: tuple[str, ...]) -> list[str]:
@@ -48,6 +48,7 @@ def test_our_testees_pass_the_storage_phase(impl: str, tmp_path: Path) -> None:
                                                                   for c in cases if c.status == "failed"]
     assert sum(c.id.startswith("save:") for c in cases) == len(saves.sessions()) * 3
     assert sum(c.id.startswith("crash:") for c in cases) == 3
+    assert sum(c.id.startswith("repair:") for c in cases) >= 8  # SESSION-CONFORMANCE-STORAGE.4 over the wire
     assert all(c.reason.startswith("a generated log") for c in cases if c.status == "skipped")
     assert result.storage_seconds > 0 and not result.divergences
 
@@ -65,7 +66,8 @@ def test_a_testee_of_one_backend_is_judged_on_that_one(tmp_path: Path) -> None:
     result = runner.run(runner.Options(bare_testee(tmp_path, ("jsonl",)), examples=0, traces_dir=tmp_path / "t"))
     vectors = {v["id"]: v for v in vectorfiles.load()}
     for case in storage_outcomes(result):
-        backend = vectors[case.id]["backend"] if case.id in vectors else case.id.rsplit(":", 1)[-1]
+        name = case.id.removeprefix("repair:")
+        backend = vectors[name]["backend"] if name in vectors else case.id.rsplit(":", 1)[-1]
         if backend in ("jsonl", "none"):
             assert case.status in ("passed", "skipped"), case.id
         else:

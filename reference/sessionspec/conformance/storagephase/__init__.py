@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.conformance.storagephase.crash import crash_trials
-from sessionspec.conformance.storagephase.loads import Checked, load_vector
+from sessionspec.conformance.storagephase.loads import Checked, load_vector, repair_vector
 from sessionspec.conformance.storagephase.saves import check_saves
 from sessionspec.conformance.storagevectors import vectorfiles
 from sessionspec.wire.exchange import Exchange
@@ -71,6 +71,8 @@ def run_phase(exchange: Exchange, testee: Answer, settings: Settings,
             out.append(_not_run(vector, "a generated log at a bound, seconds to load: run with --profile ci or nightly"))
         else:
             out.append(load_vector(exchange, vector, settings.workdir / "loads"))
+            repaired = repair_vector(exchange, vector, settings.workdir / "repairs")
+            out.extend([repaired] if repaired is not None else [])
         if progress is not None:
             progress("storage vectors", number + 1, len(vectors))
     if not backends:

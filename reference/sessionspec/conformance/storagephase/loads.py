@@ -1,5 +1,6 @@
 """Storage vectors against the testee's `load` (SESSION-CONFORMANCE-STORAGE.1): each file copied afresh, its answer
-compared with the reference's as any answer is, by the one exchange (families, levels and fair kinds as for SCP)."""
+compared with the reference's as any answer is, by the one exchange (families, levels and fair kinds as for SCP); and
+those a repair changes against its `repair-file` (SESSION-CONFORMANCE-STORAGE.4)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any, Final
 
 from sessionspec.conformance.storagevectors import vectorfiles
 from sessionspec.rules import RULES
-from sessionspec.wire.divergence import Divergence
+from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
+from sessionspec.wire.storageops import REPAIRS_AS_REFERENCE
 from sessionspec.wire.verdict import Breach
 
 LARGE_TIMEOUT: Final = 120.0
@@ -76,3 +78,36 @@ def load_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Ch
     if vector.get("generator") is not None:
         path.unlink(missing_ok=True)  # a generated log can be large; the trace names its generator
     return Checked(str(vector["id"]), "passed", time.perf_counter() - started, rules=rules, level=level)
+
+
+def repair_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Checked | None:
+    """SESSION-CONFORMANCE-STORAGE.4 for a committed vector whose log a repair changes (a torn tail, closers): the
+    testee's `repair-file` answers what the reference's answers for its own copy, and the repaired log then loads,
+    through the reference's gate, with neither left. None for a vector with nothing to repair."""
+    expected = vector["expected"]
+    if "generator" in vector or not expected.get("ok") or not (expected.get("torn") or expected.get("closers")):
+        return None
+    started = time.perf_counter()
+    case = f"repair:{vector['id']}"
+    directory = workdir / case.replace(":", "-")
+    shutil.rmtree(directory, ignore_errors=True)
+    (directory / "reference").mkdir(parents=True)
+    path = vectorfiles.materialize(vector, directory)
+    reference = vectorfiles.materialize(vector, directory / "reference")
+    answer = vectorfiles.reference_executor().run({"op": "repair-file", "path": str(reference),
+                                                   "session": vector.get("session")})
+    exchange.begin("vector", case)
+    try:
+        exchange.send({"op": "repair-file", "path": str(path), "session": vector.get("session")}, expected=answer)
+        exchange.flush()
+    except DivergenceFound as found:
+        return Checked(case, "failed", time.perf_counter() - started, found.divergence, rules=(REPAIRS_AS_REFERENCE,),
+                       level="required")
+    after = vectorfiles.expected_answer(path, vector.get("session"))
+    why = [] if after.get("ok") and after["torn"] is None and not after["closers"] else \
+        [f"file: expected a repaired log that loads with no torn tail and no closers, got {str(after)[:300]}"]
+    broken = divergence("vector", case, "repair-file", answer, answer, [*exchange.trace], why) if why else None
+    if broken is not None:
+        broken.named = REPAIRS_AS_REFERENCE
+    return Checked(case, "passed" if broken is None else "failed", time.perf_counter() - started, broken,
+                   rules=(REPAIRS_AS_REFERENCE,), level="required")

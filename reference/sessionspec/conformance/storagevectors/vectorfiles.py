@@ -53,14 +53,18 @@ EXCLUDED: Final = {
 """Storage rules no stored file can break, each with why (a vector of each other rule is required)."""
 
 
+def reference_executor() -> Executor:
+    """The one executor over the store, declaring every backend: what the reference answers a storage op with."""
+    return Executor(live.Session.create, "live", storage=BACKENDS)
+
+
 def expected_answer(path: Path, session: str | None) -> dict[str, Any]:
     """The reference's `load` answer for the file at `path`, its directory taken out of the message.
 
     The load gate is the reference's (`sessionspec.storage`); the session it seeds to validate the whole log is the
     store's (`live`), as `storage.load` and `sessionspec check` seed it: the naive model recomputes the surface at every
     event, and the vectors at the bounds hold 65,536 events (`live` is held to the model by the machines)."""
-    oracle = Executor(live.Session.create, "live", storage=BACKENDS)
-    answer = oracle.run({"op": "load", "path": str(path), "session": session})
+    answer = reference_executor().run({"op": "load", "path": str(path), "session": session})
     answer = json.loads(json.dumps(answer))
     where = f"{path.parent}/"
     if not answer["ok"]:
