@@ -71,7 +71,7 @@ def test_serve_declares_every_backend_for_every_implementation() -> None:
 
 
 def test_a_storage_op_of_a_testee_without_storage_is_unsupported(tmp_path: Path) -> None:
-    """SESSION-CONFORMANCE-PROTOCOL.10: no backend declared, every storage op unsupported."""
+    """SESSION-CONFORMANCE-PROTOCOL.12: no backend declared, every storage op unsupported."""
     bare = Executor(implementations.factory("live"), "live")
     a_session(bare)
     for request in ({"op": "load", "path": str(FIXTURES / "torn.jsonl"), "session": None},
@@ -79,12 +79,12 @@ def test_a_storage_op_of_a_testee_without_storage_is_unsupported(tmp_path: Path)
                     {"op": "repair-file", "path": str(FIXTURES / "torn.jsonl"), "session": None}):
         answer = ask(bare, request)
         assert answer["error"]["kind"] == "unsupported"
-        assert answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.10"
+        assert answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.12"
     assert not (tmp_path / "s.jsonl").exists()
 
 
 def test_a_backend_not_declared_is_unsupported(tmp_path: Path) -> None:
-    """SESSION-CONFORMANCE-PROTOCOL.10: declaring jsonl alone, a SQLite save and a SQLite load are refused."""
+    """SESSION-CONFORMANCE-PROTOCOL.12: declaring jsonl alone, a SQLite save and a SQLite load are refused."""
     only = storage_testee("live", ("jsonl",))
     a_session(only)
     assert ask(only, {"op": "save", "path": str(tmp_path / "s.sqlite"), "backend": "sqlite"})["error"]["kind"] \
@@ -102,24 +102,24 @@ def test_a_backend_not_declared_is_unsupported(tmp_path: Path) -> None:
     {"op": "attach", "backend": "jsonl"}, {"op": "repair-file", "path": "s.jsonl"},
 ])
 def test_a_storage_request_of_another_shape_is_refused(request_: dict[str, Any]) -> None:
-    """SESSION-CONFORMANCE-PROTOCOL.9: exactly path and session, or path and backend."""
+    """SESSION-CONFORMANCE-PROTOCOL.11: exactly path and session, or path and backend."""
     executor = storage_testee()
     a_session(executor)
     answer = ask(executor, request_)
-    assert answer["error"] == {**answer["error"], "kind": "envelope", "rule": "SESSION-CONFORMANCE-PROTOCOL.9"}
+    assert answer["error"] == {**answer["error"], "kind": "envelope", "rule": "SESSION-CONFORMANCE-PROTOCOL.11"}
 
 
 def test_a_path_without_a_log_is_a_header_refusal(tmp_path: Path) -> None:
-    """SESSION-CONFORMANCE-PROTOCOL.11: no such file, or bytes of no backend."""
+    """SESSION-CONFORMANCE-PROTOCOL.13: no such file, or bytes of no backend."""
     (tmp_path / "noise").write_bytes(b"\x00\x01 not a log")
     for path in (tmp_path / "missing.jsonl", tmp_path / "noise"):
         for op in ("load", "repair-file"):
             answer = ask(storage_testee(), {"op": op, "path": str(path), "session": None})
-            assert answer["error"]["kind"] == "header" and answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.11"
+            assert answer["error"]["kind"] == "header" and answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.13"
 
 
 def test_a_save_never_overwrites(tmp_path: Path) -> None:
-    """SESSION-CONFORMANCE-PROTOCOL.12: the second save to one path is refused, the first file unchanged."""
+    """SESSION-CONFORMANCE-PROTOCOL.14: the second save to one path is refused, the first file unchanged."""
     executor = storage_testee()
     a_session(executor)
     path = tmp_path / "s.jsonl"
@@ -127,7 +127,7 @@ def test_a_save_never_overwrites(tmp_path: Path) -> None:
     before = path.read_bytes()
     for op in ("save", "attach"):
         answer = ask(executor, {"op": op, "path": str(path), "backend": "jsonl"})
-        assert answer["error"]["kind"] == "header" and answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.12"
+        assert answer["error"]["kind"] == "header" and answer["error"]["rule"] == "SESSION-CONFORMANCE-PROTOCOL.14"
     assert path.read_bytes() == before
 
 

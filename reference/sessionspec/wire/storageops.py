@@ -4,7 +4,7 @@ Half of a session store is its persistence, and a reader or writer in another la
 the way its session is: it answers requests, and the runner compares the answers with the
 reference's. A testee declares in `hello` which backends it reads and writes (`"storage":
 ["jsonl", "jsonl.zstd", "sqlite"]`); a storage op for a backend it did not declare is refused as
-`unsupported` (SESSION-CONFORMANCE-PROTOCOL.10), so a testee without persistence loses nothing.
+`unsupported` (SESSION-CONFORMANCE-PROTOCOL.12), so a testee without persistence loses nothing.
 
 The protocol stands apart from `sessionspec.storage` (tests/test_layout.py): the backends are
 loaded by name when a storage op first arrives, so `sessionspec serve` answering `hello` and the
@@ -33,13 +33,13 @@ BACKENDS: Final = ("jsonl", "jsonl.zstd", "sqlite")
 STORAGE_MODULE: Final = "sessionspec.storage"
 
 K = Kind
-STORAGE_SHAPE = define("SESSION-CONFORMANCE-PROTOCOL.9", K.ENVELOPE,
+STORAGE_SHAPE = define("SESSION-CONFORMANCE-PROTOCOL.11", K.ENVELOPE,
                        "load and repair-file carry exactly path and session; save and attach exactly path and backend")
-UNDECLARED = define("SESSION-CONFORMANCE-PROTOCOL.10", K.UNSUPPORTED,
+UNDECLARED = define("SESSION-CONFORMANCE-PROTOCOL.12", K.UNSUPPORTED,
                     "a storage op for a backend the testee's hello does not declare is answered unsupported")
-NO_LOG = define("SESSION-CONFORMANCE-PROTOCOL.11", K.HEADER,
+NO_LOG = define("SESSION-CONFORMANCE-PROTOCOL.13", K.HEADER,
                 "a load or repair-file of a path that holds no session log is refused as header")
-EXISTS = define("SESSION-CONFORMANCE-PROTOCOL.12", K.HEADER,
+EXISTS = define("SESSION-CONFORMANCE-PROTOCOL.14", K.HEADER,
                 "a save or attach to a path where a file already is is refused as header: a log is never overwritten")
 LOADS_AS_REFERENCE = define("SESSION-CONFORMANCE-STORAGE.1", K.INTERNAL,
                             "load answers what the reference's load gate answers for the same file")
@@ -109,7 +109,7 @@ class StorageOps:
         """The open log every later successful append is made durable in, before its answer (`attach`)."""
 
     def _path_and_session(self, request: Mapping[str, Any]) -> tuple[str, str | None]:
-        # SESSION-CONFORMANCE-PROTOCOL.9: load and repair-file name a file and, in SQLite, a session (null: the only one).
+        # SESSION-CONFORMANCE-PROTOCOL.11: load and repair-file name a file and, in SQLite, a session (null: the only one).
         extra = sorted(key for key in set(request) - {"op", "path", "session"} if key != "x-time")
         check(not extra, STORAGE_SHAPE, f"{request['op']} has unknown keys {shown(extra)}")
         path, session = request.get("path"), request.get("session", ...)
@@ -118,25 +118,25 @@ class StorageOps:
         return path, session
 
     def _path_and_backend(self, request: Mapping[str, Any]) -> tuple[str, str]:
-        # SESSION-CONFORMANCE-PROTOCOL.9: save and attach name a new file and the backend to write it in.
+        # SESSION-CONFORMANCE-PROTOCOL.11: save and attach name a new file and the backend to write it in.
         extra = sorted(key for key in set(request) - {"op", "path", "backend"} if key != "x-time")
         check(not extra, STORAGE_SHAPE, f"{request['op']} has unknown keys {shown(extra)}")
         path, backend = request.get("path"), request.get("backend")
         if not (isinstance(path, str) and path != "" and isinstance(backend, str)):
             fail(STORAGE_SHAPE, f"{request['op']} carries path and backend, both strings")
-        # SESSION-CONFORMANCE-PROTOCOL.10: a backend not declared is not guessed at.
+        # SESSION-CONFORMANCE-PROTOCOL.12: a backend not declared is not guessed at.
         check(backend in self.backends, UNDECLARED, f"backend {shown(backend)} is not one this testee declares "
                                                     f"({', '.join(self.backends) or 'none'})")
-        # SESSION-CONFORMANCE-PROTOCOL.12: a log is never overwritten (SESSION-STORAGE-WRITE.1).
+        # SESSION-CONFORMANCE-PROTOCOL.14: a log is never overwritten (SESSION-STORAGE-WRITE.1).
         check(not os.path.lexists(path), EXISTS, f"{path}: a file is already there; a save never overwrites")
         return path, backend
 
     def _declared(self, op: str) -> None:
-        # SESSION-CONFORMANCE-PROTOCOL.10: a testee that declared no backend answers every storage op unsupported.
+        # SESSION-CONFORMANCE-PROTOCOL.12: a testee that declared no backend answers every storage op unsupported.
         check(bool(self.backends), UNDECLARED, f"{op}: this testee declares no storage backend")
 
     def _opened(self, path: str, action: Callable[[], Any]) -> Any:
-        """`action` on the log at `path`: a file of an undeclared backend is unsupported (.10), none at all .11."""
+        """`action` on the log at `path`: a file of an undeclared backend is unsupported (.12), none at all .13."""
         storage = _storage()
         try:
             backend = storage.detect(path)
@@ -184,5 +184,5 @@ def _unreadable(error: Any) -> SpecViolation:
     rule = getattr(error, "rule", None)
     if isinstance(rule, str) and rule in RULES:
         return SpecViolation(rule, RULES[rule].kind, str(error))
-    return SpecViolation(NO_LOG, K.HEADER, f"{error} (SESSION-CONFORMANCE-PROTOCOL.11: no session log to open)")
+    return SpecViolation(NO_LOG, K.HEADER, f"{error} (SESSION-CONFORMANCE-PROTOCOL.13: no session log to open)")
 

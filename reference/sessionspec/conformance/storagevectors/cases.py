@@ -207,8 +207,8 @@ def _headers() -> list[StorageCase]:
         StorageCase("SESSION-FORMAT-VERSION.1-sqlite", "a session of a newer format is refused",
                     ("SESSION-FORMAT-VERSION.1",), "sqlite", f.sql("UPDATE sessions SET version = 1"),
                     refused=True),
-        StorageCase("SESSION-CONFORMANCE-PROTOCOL.11", "bytes of no backend are no session log",
-                    ("SESSION-CONFORMANCE-PROTOCOL.11",), "none", f.not_a_log, refused=True),
+        StorageCase("SESSION-CONFORMANCE-PROTOCOL.13", "bytes of no backend are no session log",
+                    ("SESSION-CONFORMANCE-PROTOCOL.13",), "none", f.not_a_log, refused=True),
     ]
 
 

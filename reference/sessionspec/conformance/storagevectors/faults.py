@@ -230,7 +230,7 @@ def two_sessions(path: Path) -> Path:
 
 
 def not_a_log(path: Path) -> Path:
-    """SESSION-CONFORMANCE-PROTOCOL.11: bytes of no backend, under a name that says none."""
+    """SESSION-CONFORMANCE-PROTOCOL.13: bytes of no backend, under a name that says none."""
     path.write_bytes(b"\x00\x01\x02 these bytes are no session log of any backend\n")
     return path
 
