@@ -34,9 +34,9 @@ from sessionspec.storage.gate import (
     RECORD_SIZE,
     Scanner,
     TornTail,
+    block_may_end_turn,
     header_from_record,
     located,
-    block_may_end_turn,
     may_hold_turn_end,
     refuse,
 )
