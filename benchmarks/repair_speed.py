@@ -9,15 +9,15 @@ ru_stime`, `ru_maxrss`; children included where they are waited for), in interle
 round runs every command once, in turn), so each ratio compares runs made under the same load;
 the median of the rounds is printed, with the rounds' spread.
 
-Three logs: the log `sessionspec bench --turns N --save` writes (clean: nothing to repair); the
+Four logs: the log `sessionspec bench --turns N --save` writes (clean: nothing to repair); the
 same cut after the first `tool/call` of its last turn (open: three closers, a tool/result among
 them); that cut with half of the next line after it (torn: a torn fragment to cut, and the
-same closers); and, with `--junk N` (default 1,000,000; 0 for none), the log's first turn cut after its
-first `tool/call`, followed by N junk lines that name a turn/end without being one (issue 34:
-`turn/end`, no JSON at all, 9 bytes a line, and a tenth of them `"turn/end"`, a JSON string), each
-of which a reader must look at after the defect (SESSION-TORN-TAIL.2). `repair --write` runs on a fresh copy of the log every time. With `--before REV`,
-the tree of that git revision (its `reference/`, through `PYTHONPATH`) runs `repair` and `repair
---write` beside this one.
+same closers); and, with `--junk N` (default 1,000,000; 0 for none), the log's first turn cut
+after its first `tool/call`, followed by N junk lines that name a turn/end without being one
+(issue 34: `turn/end`, no JSON at all, 9 bytes a line, and a tenth of them `"turn/end"`, a JSON
+string), each of which a reader must look at after the defect (SESSION-TORN-TAIL.2). `repair
+--write` runs on a fresh copy of the log every time. With `--before REV`, the tree of that git
+revision (its `reference/`, through `PYTHONPATH`) runs `repair` and `repair --write` beside this one.
 
   python benchmarks/repair_speed.py [--log LOG.jsonl] [--turns 2000] [--rounds 5] [--junk N] [--before REV]
 """
