@@ -187,7 +187,7 @@ _OBJECT_LINE = re.compile(rb"(?:\A|\n)[ \t\r\x0b\x0c]*\{")
 
 def block_may_end_turn(block: bytes) -> bool:
     """Whether some line of a block of lines could hold a `turn/end` (`may_hold_turn_end` of a line, for them all)."""
-    return may_end_turn(block) and _OBJECT_LINE.search(block) is not None
+    return may_end_turn(block) and b"{" in block and _OBJECT_LINE.search(block) is not None
 
 
 @dataclass
