@@ -135,8 +135,9 @@ def cases(before: bool) -> list[Case]:
     return table
 
 
-def arguments(description: str, what: str) -> argparse.Namespace:
-    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`."""
+def arguments(description: str, what: str, *, busy: bool = False) -> argparse.Namespace:
+    """The options every script of this kind takes: the log, its turns, the rounds, and an earlier tree for `what`;
+    with `busy`, how many busy loops load the machine meanwhile."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--log", type=Path, help="the (clean) log (default: a bench log)")
     parser.add_argument("--turns", type=int, default=2000, help="turns of the default log (default 2000)")
@@ -145,6 +146,8 @@ def arguments(description: str, what: str) -> argparse.Namespace:
     if what == "repair":
         parser.add_argument("--junk", type=int, default=1_000_000,
                             help="junk lines after an open first turn, a log of its own (default 1,000,000; 0: none)")
+    if busy:
+        parser.add_argument("--busy", type=int, default=0, help="busy loops running meanwhile: a load from other work")
     return parser.parse_args()
 
 

@@ -14,6 +14,13 @@ primary figure because the wall clock is shared with whatever else the machine r
 
     python benchmarks/scaling.py [--sizes 1000,10000,100000] [--window 1000] [--model-limit 20] [--json]
     python benchmarks/scaling.py --collector-share     # live with the garbage collector on and off
+    python benchmarks/scaling.py --load [--log LOG.jsonl] [--sizes 1000,10000,100000,1000000]
+
+`--load` measures `sessionspec.load` instead (issue 36): each size is a prefix of one workload log
+(LOG, or one `sessionspec bench --save` writes) cut at the first turn/end from that many events on,
+loaded in a process of its own, several times for a small log (CPU time of the fastest load: the
+per-event figure), and that process's peak memory as the kernel accounts it, beside the file's size;
+the best of the rounds.
 """
 
 from __future__ import annotations
@@ -26,11 +33,19 @@ import argparse
 import gc
 import itertools
 import json
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
+import orjson
+from repair_speed import bench_log
 from sessionspec import live, model
 from sessionspec.cli.bench import CLOCK_START, generate, parse
+from sessionspec.storage.chunkrows import decode
 
 EVENTS_PER_TURN = 39
 
@@ -158,6 +173,79 @@ def collector_share(sizes: list[int], repeats: int) -> None:
         print(f"| {size:,} | {on:.1f} | {on / best[(True, sizes[0])]:.2f}x | {off:.1f} | {off / best[(False, sizes[0])]:.2f}x |")
 
 
+LOAD = """
+import sys, time
+from sessionspec import load
+path, times, best = sys.argv[1], int(sys.argv[2]), float("inf")
+for _ in range(times):
+    start = time.process_time()
+    load(path)
+    best = min(best, time.process_time() - start)
+print(best)
+"""
+"""`load(LOG)` `times` times in one process, the fastest printed: a small log's load is far below the start-up."""
+
+
+def prefixes(log: Path, sizes: list[int], folder: Path) -> dict[int, tuple[Path, int]]:
+    """For each size, the log cut at the first turn/end from `size` events on: (its path, its events).
+
+    Streamed, a line at a time: this process stays small (a child's peak memory counts what its parent held)."""
+    out: dict[int, tuple[Path, int]] = {}
+    wanted = sorted(sizes)
+    events = 0
+    growing = folder / "growing.jsonl"
+    with open(log, "rb") as stream, open(growing, "wb") as sink:
+        sink.write(stream.readline())  # the header
+        for line in stream:
+            sink.write(line)
+            record = orjson.loads(line)
+            events += len(decode(record))
+            if wanted and events >= wanted[0] and record.get("type") == "turn/end":
+                sink.flush()
+                path = folder / f"load-{wanted[0]}.jsonl"
+                shutil.copyfile(growing, path)
+                out[wanted.pop(0)] = (path, events)
+                if not wanted:
+                    break
+    if wanted:
+        raise SystemExit(f"{log} holds {events:,} events, fewer than {max(sizes):,}")
+    return out
+
+
+def timed_load(path: Path, events: int) -> tuple[float, float]:
+    """(CPU seconds of the fastest load, peak MB of the process), a whole process loading `path` several times."""
+    times = max(1, min(50, 200_000 // events))
+    env = dict(os.environ, SESSIONSPEC_NO_PROGRESS="1")
+    process = subprocess.Popen([sys.executable, "-c", LOAD, str(path), str(times)], stdout=subprocess.PIPE, env=env)
+    out = process.stdout.read() if process.stdout is not None else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"load of {path} failed")
+    return float(out), usage.ru_maxrss / 1024
+
+
+def load_scaling(sizes: list[int], log: Path | None, repeats: int) -> None:
+    """`load` of each prefix, interleaved rounds, the fastest kept: CPU per event, and peak memory beside the file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        logs = prefixes(log or bench_log(folder, max(sizes) // EVENTS_PER_TURN + 2), sizes, folder)
+        best: dict[int, tuple[float, float]] = {}
+        for _ in range(repeats):
+            for size in sizes:
+                got = timed_load(*logs[size])
+                best[size] = min(best.get(size, got), got)
+        print("| events | file MB | load: CPU s | us/event | vs first | peak MB (process) | peak / file size |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        first = None
+        for size in sizes:
+            path, events = logs[size]
+            cpu, peak = best[size]
+            per = cpu / events * 1e6
+            first = first or per
+            mb = path.stat().st_size / 2**20
+            print(f"| {events:,} | {mb:.1f} | {cpu:.3f} | {per:.2f} | {per / first:.2f}x | {peak:.0f} | {peak / mb:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -167,7 +255,12 @@ def main() -> None:
     parser.add_argument("--collector-share", action="store_true",
                         help="instead: whole live replays with the garbage collector on and off")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--load", action="store_true", help="instead: `sessionspec.load` of logs of these sizes")
+    parser.add_argument("--log", type=Path, help="with --load: the workload log to cut (default: one generated)")
     args = parser.parse_args()
+    if args.load:
+        load_scaling([int(size) for size in args.sizes.split(",")], args.log, min(args.repeats, 3))
+        return
     if args.collector_share:
         collector_share([int(size) for size in args.sizes.split(",")], min(args.repeats, 3))
         return

@@ -2,7 +2,7 @@
 
 The mutation lane's fresh storage sample (seed 20261205, mutation/REPORT.md) moved boundaries the
 chapter tests only met from afar: a zstd frame of exactly MAX_FRAME_BYTES or MAX_FRAME_RECORDS, a
-packed row of exactly MAX_MEMBERS members, a frame whose last block header ends the file; and a
+packed row of exactly 65,536 members, a frame whose last block header ends the file; and a
 SQLite transaction whose driver error was dropped. Each test here fails on the mutant named in
 its docstring (each checked by hand).
 """
@@ -75,10 +75,13 @@ def _row(members: int) -> dict[str, Any]:
 
 
 def test_a_packed_row_of_exactly_the_member_bound_expands_and_one_more_is_refused() -> None:
-    """SESSION-CHUNK-ROWS.8: at most 65,536 members. (Mutant: `len(texts) >= MAX_MEMBERS`.)"""
-    assert len(chunkrows.decode(_row(chunkrows.MAX_MEMBERS))) == chunkrows.MAX_MEMBERS
+    """SESSION-CHUNK-ROWS.8: at most 65,536 members, the number spec/07 states, never read from `chunkrows` (a test
+    that read MAX_MEMBERS moved with a mutant of it). (Mutants: `len(texts) >= MAX_MEMBERS`; `MAX_MEMBERS = 1 << 17`,
+    or `1 << 15`.)"""
+    bound = 65_536
+    assert len(chunkrows.decode(_row(bound))) == bound
     with pytest.raises(SpecViolation) as refused:
-        chunkrows.decode(_row(chunkrows.MAX_MEMBERS + 1))
+        chunkrows.decode(_row(bound + 1))
     assert refused.value.rule == "SESSION-CHUNK-ROWS.8"
 
 
@@ -115,7 +118,7 @@ def test_a_record_of_exactly_the_record_bound_loads_and_one_byte_more_is_refused
     path = tmp_path / "log.jsonl"
     storage.save(path, session.header, session.events)
     with path.open("rb") as stream:
-        length = len(stream.readline())
+        length = len(stream.readline()) - 1  # a record is its line without the newline
     monkeypatch.setattr(jsonlread, "MAX_RECORD_BYTES", length)
     assert storage.load(path).header["cwd"] == session.header["cwd"]
     monkeypatch.setattr(jsonlread, "MAX_RECORD_BYTES", length - 1)

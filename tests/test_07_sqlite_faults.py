@@ -69,8 +69,8 @@ def test_a_repair_that_does_not_verify_writes_nothing(tmp_path: Path, monkeypatc
     before = rows(path)
     insert = backend._insert
 
-    def wrong(connection: sqlite3.Connection, session_id: str, batch: list[Any], packed: bool) -> None:
-        insert(connection, session_id, batch[:-1], packed)  # loses the turn/end closer
+    def wrong(connection: sqlite3.Connection, session_id: str, rows: list[Any]) -> None:
+        insert(connection, session_id, rows[:-1])  # loses the turn/end closer
 
     monkeypatch.setattr(backend, "_insert", wrong)
     with pytest.raises(SpecViolation) as refused:

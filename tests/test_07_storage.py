@@ -615,7 +615,9 @@ def sqlite_log(tmp_path: Path) -> tuple[Path, Any]:
     turn(session, 1)
     session.append("turn/start", {"turn": 2})
     session.append("step/start", {"turn": 2, "step": 1})
-    session.append("request/context", {"blob": "z" * 10_000})
+    # Text that compresses as a log's text does (a few times, not the 300 times of one repeated letter, which
+    # SESSION-STORAGE-RECORD.3 makes the writer store as TEXT).
+    session.append("request/context", {"blob": " ".join(str(i * 7919 % 10007) for i in range(2_000))})
     path = tmp_path / "t.sqlite"
     storage.save(path, session.header, session.events)
     return path, session

@@ -218,13 +218,15 @@ def test_the_comparison_takes_any_answer_and_any_request_without_raising(request
                                                                         breaches: list[Breach]) -> None:
     """Issue 22, item 5: nothing a testee sends, and no request the machine builds, can crash the runner's judgement."""
     from sessionspec.conformance import failures, report
-    from sessionspec.wire.compare import describe, differences, op_of, skipped, unchecked
+    from sessionspec.wire.capabilities import Capabilities
+    from sessionspec.wire.compare import describe, differences, op_of, unchecked, unsupported
     from sessionspec.wire.divergence import divergence
 
     if not isinstance(expected, dict) or not isinstance(actual, dict):
         expected, actual = {"ok": False, "error": expected}, {"ok": True, "value": actual}
     op = op_of(request_)
-    skipped(op, actual), skipped(request_, actual)  # the op as a request can carry it: any JSON value
+    unsupported(actual), unsupported(expected)
+    Capabilities.declared(expected).needs(request_), Capabilities.declared(actual).needs(request_)  # any JSON value
     unchecked(expected, actual)
     describe(expected), describe(actual)
     for rules in (False, True):

@@ -16,7 +16,9 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import shutil
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +30,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from nearmisses import FOREIGN, NEAR_MISSES, every_single_change, json_or_foreign, near_misses, outcome, typed
-from sessionspec import jsonvalue, shapes
+from sessionspec import jsonvalue, shapes, storage
 from sessionspec.catalog import DEFAULT_CATALOG, SURFACE_TYPES
 from sessionspec.envelope import APPEND, Event, Replace, append_request_parts, build_event, parse_event, parse_sources
 from sessionspec.jsontext import parse
@@ -36,10 +38,10 @@ from sessionspec.jsonvalue import FrozenDict, FrozenList, is_json, snapshot
 from sessionspec.legacy import check_current, upgrade
 from sessionspec.live import fastpath, fastrecord, fasttext
 from sessionspec.live.fastpath import FAST_FORMS, FastForm, message_shape_holds, rule_ids
-from sessionspec.logcheck import survey
 from sessionspec.logcheck.checker import Checker
 from sessionspec.rules import RULES, check
 from sessionspec.shapes import check_content
+from sessionspec.storage import storedlog, survey
 from sessionspec.storage.chunkrows import ROW_TAGS, decode
 from sessionspec.surface import check_tool_result_rewrite, plan_replace
 from sessionspec.testing import builders
@@ -50,7 +52,7 @@ from test_logcheck_checker import stored_log
 # --- the declarations ---------------------------------------------------------------------------
 
 RULE_ID = re.compile(r"SESSION-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*\.[0-9]+")
-_NOT_REFERENCE = ("sessionspec.live", "sessionspec.logcheck")
+_NOT_REFERENCE = ("sessionspec.live", "sessionspec.logcheck", "sessionspec.storage.survey")
 
 
 def raised_rules(function: Callable[..., Any], seen: set[Any] | None = None) -> set[str]:
@@ -328,6 +330,39 @@ USER = builders.user_message("u1", "hi")
 SUMMARY = builders.compaction_summary("s1", "summary")
 ASSISTANT = builders.assistant_message("a1", [builders.text_block("ok"), builders.tool_call_block("c1")])
 RESULT = builders.tool_result("c1", "a long output")
+def stored_log_file(records: list[Any]) -> Path:
+    """`records` as the lines of a JSONL log after a valid header: canonical text, or `{` where it has none."""
+    lines = [orjson.dumps({"type": "session", "version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0})]
+    for record in records:
+        try:
+            lines.append(orjson.dumps(record, option=orjson.OPT_STRICT_INTEGER))
+        except (orjson.JSONEncodeError, TypeError):
+            lines.append(b"{")
+    path = Path(tempfile.mkdtemp()) / "log.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def load_jsonl_is_the_gate(args: list[Any]) -> bool:
+    """A log the fast form loads, the gate loads (with the store's seeding) as the same result; anything else is the
+    gate's, which loads it (with closers, upgrades or a torn tail) or refuses it."""
+    [records] = args
+    if not isinstance(records, list):
+        return False
+    path = stored_log_file(records)
+    try:
+        fast = storedlog.load_jsonl(str(path), None, DEFAULT_CATALOG)
+        if fast is None:
+            return False
+        gate = storage.load_from(storage.open_reader(path), str(path), catalog=DEFAULT_CATALOG, create=None)
+        assert (fast.header, fast.closers, fast.torn, fast.upgrades, fast.revision) == (
+            gate.header, gate.closers, gate.torn, gate.upgrades, gate.revision)
+        assert fast.events == gate.events and list(fast.events) == list(gate.events)
+        return True
+    finally:
+        shutil.rmtree(path.parent)
+
+
 RECORDS = stored_log()
 """A clean stored log: turn/start, user (1), step/start, request/header (3), four packed rows (4-7), assistant (8),
 tool/call, tool/result (10), its pruning (11), step/end, turn/end, a compaction (14-16), a second turn (17-19)."""
@@ -371,6 +406,10 @@ CASES: dict[Callable[..., Any], tuple[Callable[[list[Any]], bool], list[list[Any
     survey.survey: (survey_implies_the_reference, [[RECORDS[:3]], [RECORDS[7:11]], [RECORDS[14:17]], [RECORDS[4:]]]),
     fasttext.fast_parse: (fast_parse_is_parse, [[record, 0] for record in RECORDS]),
     fasttext.parse_block: (parse_block_is_parse, [[RECORDS, 0, 0], [RECORDS[:3], 2, 0], [RECORDS[4:8], 1, 0]]),
+    storedlog.load_jsonl: (load_jsonl_is_the_gate, [  # the sweep takes the first three; the whole log is broken any
+        # way in tests/test_07_storedlog.py (a file written and loaded twice for each change)
+        [[*RECORDS[:3], {**RECORDS[-1], "seq": 3, "data": {"turn": 1, "reason": {"kind": "completed"}}}]], [[]],
+        [[RECORDS[0], {**RECORDS[-1], "seq": 1, "data": {"turn": 1, "reason": {"kind": "completed"}}}]], [RECORDS]]),
 }
 """Each fast form: the implication it is held to, and the common valid inputs it must accept itself."""
 

@@ -393,7 +393,7 @@ def test_logs_that_expand_past_their_budget(tmp_path: Path, monkeypatch: pytest.
     (the floors lowered to 4,096 records and 4 MiB so that the slice stays small; the nightly run keeps them)."""
     monkeypatch.setattr(budget, "RECORDS_FLOOR", 4_096)
     monkeypatch.setattr(budget, "PLAIN_FLOOR", 4 << 20)
-    for name, path in expanders(tmp_path, budget.RECORDS_FLOOR, budget.PLAIN_FLOOR):
+    for name, path in expanders(tmp_path, 4_096, 4 << 20):  # the floors just set
         verdict = judge(path, tmp_path, "SESSION-STORAGE-RECORD.3")
         assert (verdict.state, verdict.rule) == ("refused", "SESSION-STORAGE-RECORD.3"), (name, verdict)
 

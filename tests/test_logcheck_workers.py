@@ -47,7 +47,7 @@ def write_log(path: Path, changes: list[tuple[int, str, str, Any]]) -> Path:
     return path
 
 
-def outcome(path: Path, jobs: int) -> tuple[Any, ...]:
+def outcome(path: Path, jobs: int | None) -> tuple[Any, ...]:
     report = check_path(str(path), jobs=jobs)
     return [(f.line, f.seq, f.rule, f.message) for f in report.findings], report.events, report.nodes, \
         report.replace_generation
@@ -188,7 +188,7 @@ def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
         started.append(forced)
         return start(work, forced=forced)
 
-    with mock.patch.object(surveyor.Surveyor, "start", spy):
+    with mock.patch.object(surveyor.Surveyor, "start", spy), mock.patch.object(surveyor, "runnable_others", lambda: 0):
         check_path(str(path))
         assert started == []
         with mock.patch.object(sources, "PARALLEL_BYTES", 0):
@@ -200,6 +200,40 @@ def test_the_default_forks_only_for_large_logs(tmp_path: Path) -> None:
         assert started == by_default
         check_path(str(path), jobs=3)
         assert started == [*by_default, True, True]
+
+
+@pytest.mark.parametrize(("others", "cpus", "usable", "free"), [
+    (0, 2, 2, 2), (1, 2, 2, 1), (2, 2, 2, 1), (5, 2, 2, 1), (1, 8, 8, 7), (3, 8, 4, 4), (6, 8, 4, 2), (None, 2, 2, 2)])
+def test_the_default_counts_the_cpus_other_work_leaves_free(others: int | None, cpus: int, usable: int,
+                                                            free: int) -> None:
+    """Each task runnable besides this one takes a CPU (issue 36: a surveyor on a busy machine cost more than it
+    saved); where the count cannot be read, every usable CPU counts."""
+    with (mock.patch.object(surveyor, "runnable_others", lambda: others), mock.patch.object(surveyor.os, "cpu_count", lambda: cpus),
+          mock.patch.object(surveyor, "usable_cpus", lambda: usable)):
+        assert surveyor.free_cpus() == free
+
+
+def test_no_surveyor_by_default_while_other_work_keeps_the_cpus_busy(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "log.jsonl", CHANGES)
+    started: list[bool] = []
+    start = surveyor.Surveyor.start
+
+    def spy(work: Callable[[bytes], bytes], *, forced: bool = False) -> surveyor.Surveyor | None:
+        started.append(forced)
+        return start(work, forced=forced)
+
+    busy = (os.cpu_count() or 1) + 1
+    with (mock.patch.object(surveyor.Surveyor, "start", spy), mock.patch.object(sources, "PARALLEL_BYTES", 0),
+          mock.patch.object(surveyor, "runnable_others", lambda: busy)):
+        assert outcome(path, None) == outcome(path, 1)
+        assert started == []
+        outcome(path, 2)  # asked for: forked whatever the load
+        assert started == [True]
+
+
+def test_the_runnable_count_is_read_from_the_kernel() -> None:
+    others = surveyor.runnable_others()
+    assert others is None or 0 <= others < 100_000
 
 
 def test_no_surveyor_where_the_pipes_cannot_be_widened(tmp_path: Path) -> None:

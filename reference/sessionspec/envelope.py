@@ -13,7 +13,7 @@ breaks its rule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NoReturn, TypeAlias
 
 from sessionspec.catalog import (
@@ -277,6 +277,14 @@ def as_parsed(event: Event) -> bool:
         and (sources is None or (type(sources) is FrozenList and is_frozen(sources)))
         and is_frozen(event.data)
     )
+
+
+class EventSequence(Sequence[Event]):
+    """An immutable sequence of Events that is not a list: what a loaded log's events are when they are kept as stored
+    and built when read (`storage.storedevents`). A seed may be one (SESSION-SEED-ACCEPTANCE.1), as it may be the
+    list it equals, so a loaded log seeds a session as it always did."""
+
+    __slots__ = ()
 
 
 def parse_event(raw: Json, index: int) -> Event:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sessionspec.catalog import END_SEED
-from sessionspec.envelope import Event, Replace, check_type, parse_event
+from sessionspec.envelope import Event, EventSequence, Replace, check_type, parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import default_header, validate_header
 from sessionspec.jsonvalue import FrozenDict, FrozenList, Json, is_safe_int
@@ -118,8 +118,8 @@ class SessionCore(ABC):
 
     def _seed(self, seed: Sequence[Event | Json], parsed: Container[int] = ()) -> None:
         """Replay the seed as the inherited prefix; seeding runs no validators or observers (history, not new work)."""
-        # .1 A seed is a list of events (Event objects or their JSON envelopes).
-        check(isinstance(seed, (list, tuple)), "SESSION-SEED-ACCEPTANCE.1", "the seed must be a list of events")
+        # .1 A seed is a list of events (Event objects or their JSON envelopes), or a loaded log's events as it keeps them.
+        check(isinstance(seed, (list, tuple, EventSequence)), "SESSION-SEED-ACCEPTANCE.1", "the seed must be a list of events")
         for index, raw in enumerate(seed):
             try:
                 self._accept_seed_event(raw, index, parsed=index in parsed)

@@ -12,6 +12,7 @@ pays only for what it uses (tests/test_startup.py holds it; benchmarks/startup.p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -68,9 +69,22 @@ def command_of(argv: Sequence[str]) -> str | None:
     return next((word for word in argv if not word.startswith("-")), None)
 
 
+def _lenient(stream: object) -> None:
+    """Text a command prints may quote what a testee or a log held (a lone surrogate, bytes that are not UTF-8, kept as
+    Python's surrogate escapes): written escaped, never a UnicodeEncodeError that ends the command before its report."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError, TypeError):
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _lenient(sys.stdout)
+    _lenient(sys.stderr)
     words = list(sys.argv[1:] if argv is None else argv)
     command = command_of(words)
+    if command == "conform":  # a run keeps its report whatever stops it, its own imports included
+        importlib.import_module("sessionspec.conformance.stopping").note_signals()
     parser, commands = _parsers(command if command in COMMANDS else None)
     args, extra = parser.parse_known_args(words)
     if extra:  # said by the command's own parser, with its usage, not the top level's

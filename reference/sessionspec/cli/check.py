@@ -27,8 +27,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--session", metavar="ID", help="the session to check, in a SQLite database of several")
     parser.add_argument("--jobs", type=jobs, default=None, metavar="N",
                         help="processes for a JSONL log: 1 checks in this one alone; N > 1 has N - 1 more prove and "
-                             "survey blocks while this one folds them (default: one per usable CPU, at most 4, for "
-                             "logs of 4 MiB or more)")
+                             "survey blocks while this one folds them (default: one per CPU that other work leaves "
+                             "free, at most 4, for logs of 4 MiB or more)")
     parser.set_defaults(handler=run)
 
 

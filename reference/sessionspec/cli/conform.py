@@ -9,14 +9,18 @@ ends by itself (`--deadline`), and whatever stops it, the report of what was fou
 
 Exit 0: no unexpected failure (divergences in the failure list, or, with `--level required`, of
 the recommended level, are expected); 1: unexpected failures or stale failure-list entries; 2: the
-testee could not be run, the run could not finish, or the oracle itself failed (said so).
+testee could not be run, the run could not finish, or the oracle itself failed (said so); 128+N: a signal N
+(SIGTERM, SIGINT, SIGHUP) stopped the run, whose report of everything found so far is written all the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,12 @@ from sessionspec.cli.progress import Progress
 from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import failures, junit, report, runner, vectors
 from sessionspec.conformance.outcome import FAILED, Outcome, outcome
+from sessionspec.conformance.stopping import deferred_signals, stop_on_signals
 from sessionspec.wire.trace import TraceError, read_trace
+
+SIGNALLED = 128
+"""A run a signal stopped exits 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM), as a shell reports it,
+after its report is written."""
 
 EPILOG = """examples:
   sessionspec conform -- sessionspec serve --impl live
@@ -81,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         return runner.UNRUNNABLE
     entries: list[failures.Entry] = []
     try:
+        if args.failures is not None and not args.failures.exists() and not args.fix:
+            raise ValueError(f"no failure list at {args.failures} (--fix writes one)")
         if args.failures is not None and args.failures.exists():
             entries = failures.parse(args.failures.read_text(encoding="utf-8"))
         options = _options(args, command, entries)
@@ -89,12 +100,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"sessionspec conform: {error}", file=sys.stderr)
         return runner.UNRUNNABLE
     try:
-        with Progress("conform") as bar:
+        with stop_on_signals(), Progress("conform") as bar:
             result = runner.run(options, trace=trace, progress=lambda phase, done, total: bar(done, total, phase))
     except runner.Unrunnable as error:
         print(f"sessionspec conform: the testee could not be run: {error}", file=sys.stderr)
+        if error.result is not None:  # the report says why, for a CI that reads it
+            with deferred_signals():
+                _write_reports(args, command, error.result, outcome(error.result, failures.judge([], []), enforce=args.level))
         return runner.UNRUNNABLE
-    return _report(args, command, result, entries)
+    with deferred_signals():
+        code = _report(args, command, result, entries)
+    return SIGNALLED + result.signal if result.signal is not None else code
 
 
 def _report(args: argparse.Namespace, command: list[str], result: runner.Result, entries: list[failures.Entry]) -> int:
@@ -122,14 +138,29 @@ def _report(args: argparse.Namespace, command: list[str], result: runner.Result,
     return runner.UNRUNNABLE if result.stopped and not result.searched and result.partial else runner.OK
 
 
+@contextlib.contextmanager
+def replaced(path: Path) -> Iterator[Path]:
+    """A file written whole or not at all: written beside `path` under a temporary name, then renamed over it, so a
+    reader (or a second signal) never meets half a report."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
 def _write_reports(args: argparse.Namespace, command: list[str], result: runner.Result, judged: Outcome) -> bool:
     """Write --json and --junit; False (with one line said) when a report cannot be written."""
     try:
         if args.json is not None:
-            args.json.write_text(json.dumps(report.to_json(result, judged, command), indent=1, ensure_ascii=True,
-                                            default=str) + "\n", encoding="utf-8")
+            text = json.dumps(report.to_json(result, judged, command), indent=1, ensure_ascii=True, default=str) + "\n"
+            with replaced(args.json) as temporary:
+                temporary.write_text(text, encoding="utf-8")
         if args.junit is not None:
-            junit.write(args.junit, judged, str(result.testee.get("implementation", "?")))
+            with replaced(args.junit) as temporary:
+                junit.write(temporary, judged, str(result.testee.get("implementation", "?")))
     except (OSError, ValueError, RecursionError) as error:
         print(f"sessionspec conform: cannot write the report: {error}", file=sys.stderr)
         return False

@@ -88,7 +88,12 @@ def judge(entries: Iterable[Entry], divergences: Iterable[Divergence], *, search
             continue
         if not searched and not _is_vector_id(entry.key):
             continue
-        stale.append(f"line {entry.line}: {entry.text()} passes now (remove it)")
+        now = next((d for d in unexpected if Entry(entry.key, None, entry.line).matches(d)), None)
+        if now is not None:  # spec/10: a listed case that "diverges with another answer" is stale, and says how
+            stale.append(f"line {entry.line}: {entry.text()} CHANGED: it now answers {now.answered} "
+                         f"(was {entry.kind}; update the entry, or fix what changed)")
+        else:
+            stale.append(f"line {entry.line}: {entry.text()} passes now (remove it)")
     return Verdict(expected, unexpected, stale, listing)
 
 
@@ -127,13 +132,20 @@ def rewrite(path: Path, divergences: Iterable[Divergence]) -> None:
 
 
 def _rule_of(d: Divergence) -> str:
-    """The rule a divergence is listed under: its root cause, else the reference's rule, else its vector's rule."""
-    return d.named or d.rule or (d.id.split("-reject")[0].split("-accept")[0] if d.source == "vector" else "") or "?"
+    """The rule a divergence is listed under: its root cause, else the reference's rule, else its vector's rule. A
+    request the reference accepts breaks no rule (the rule a testee cites for refusing it is the testee's word, and
+    the vector's rule is about another step): it is listed under `?`, with the comparison's own level."""
+    if d.named is not None:
+        return d.named
+    if d.expected.get("ok"):
+        return "?"
+    return d.rule or (d.id.split("-reject")[0].split("-accept")[0] if d.source == "vector" else "") or "?"
 
 
 def _title(rule_id: str) -> str:
     if rule_id == "?":
-        return "# (no rule names these: both sides accept and their answers differ in content; spec/10, Comparison)"
+        return ("# (no rule names these: the reference accepts the request, and the testee refuses it or answers it "
+                "otherwise; required by spec/10, Comparison)")
     rule = RULES.get(rule_id)
     return f"# {rule_id}: {rule.summary}" if rule is not None else f"# {rule_id}"
 

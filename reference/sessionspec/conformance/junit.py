@@ -4,8 +4,8 @@ One test case per vector, one per machine family, one for the machine's search, 
 failure-list entry; each name is stable from run to run (a vector's id, a family's failure-list
 line, `machine search`), so a CI's history follows the same tests. An expected failure (listed in
 the failure list) is a skipped case whose message is the entry, so a run whose every divergence is
-listed shows no failure; a vector the testee could not take (an optional op it does not implement,
-a run that stopped) is skipped with why. A failure's body is its divergence as JSON, bounded.
+listed shows no failure; a vector the testee could not take (needing what it does not declare: "not
+applicable: ..."; a run that stopped: "not run: ...") is skipped with why. A failure's body is its divergence as JSON, bounded.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from sessionspec.conformance.outcome import EXPECTED, FAILED, SKIPPED, Case, Outcome
+from sessionspec.conformance.outcome import EXPECTED, FAILED, NOT_APPLICABLE, SKIPPED, Case, Outcome
 
 SUITES = ("vectors", "machine", "failure list", "runner")
 
@@ -47,4 +47,6 @@ def _testcase(case: Case) -> TestCase:
         junit.result = [Skipped(f"expected failure [{case.level}]: {case.message}"[:1000])]
     elif case.status == SKIPPED:
         junit.result = [Skipped(case.message[:1000])]
+    elif case.status == NOT_APPLICABLE:  # spec/10, "Capabilities": needs what the testee does not declare
+        junit.result = [Skipped(f"not applicable: {case.message}"[:1000])]
     return junit

@@ -21,7 +21,9 @@ from sessionspec.conformance.runner import Result, broken
 from sessionspec.wire.divergence import Divergence
 
 PASSED, SKIPPED, EXPECTED, FAILED = "passed", "skipped", "expected failure", "unexpected failure"
-STATUSES: Final = (PASSED, SKIPPED, EXPECTED, FAILED)
+NOT_APPLICABLE: Final = "not applicable"
+"""A case that needs what the testee does not declare (spec/10, "Capabilities"): the fifth number."""
+STATUSES: Final = (PASSED, SKIPPED, NOT_APPLICABLE, EXPECTED, FAILED)
 
 
 @dataclass
@@ -35,6 +37,8 @@ class Case:
     """Why it was skipped, the failure-list entry of an expected failure, or what failed."""
     level: str | None = None
     divergence: Divergence | None = None
+    not_run: bool = False
+    """A skipped case the run never reached (the deadline, a signal, a testee declared unusable)."""
 
 
 @dataclass
@@ -99,7 +103,7 @@ def tally(result: Result) -> dict[str, RuleTally]:
     reached: dict[str, set[str]] = {"required": set(), "recommended": set()}
     failing: dict[str, set[str]] = {"required": set(), "recommended": set()}
     for vector in result.vectors:
-        if vector.status != "skipped" and vector.level in reached:
+        if vector.status in ("passed", "failed") and vector.level in reached:
             reached[vector.level].update(vector.rules)
         found = vector.divergence
         if found is not None and found.level in failing:
@@ -122,8 +126,9 @@ class Outcome:
 
     @property
     def numbers(self) -> dict[str, int]:
-        return {"passed": self.count(PASSED), "skipped": self.count(SKIPPED), "expected": self.count(EXPECTED),
-                "unexpected": self.count(FAILED)}
+        return {"passed": self.count(PASSED), "skipped": self.count(SKIPPED), "notApplicable": self.count(NOT_APPLICABLE),
+                "expected": self.count(EXPECTED), "unexpected": self.count(FAILED),
+                "notRun": sum(case.not_run for case in self.cases)}
 
 
 def outcome(result: Result, verdict: Verdict, *, enforce: str = "recommended") -> Outcome:
@@ -144,15 +149,16 @@ def outcome(result: Result, verdict: Verdict, *, enforce: str = "recommended") -
             return f"recommended level, not enforced (--level required): {_message(found)}"
         return _message(found)
 
-    cases = [Case("vectors", v.id, PASSED if v.status == "passed" else SKIPPED if v.status == "skipped" else
-                  status_of(v.divergence) if v.divergence is not None else FAILED, v.seconds,
-                  v.reason or (message_of(v.divergence) if v.divergence is not None else ""),
-                  v.divergence.level if v.divergence else None, v.divergence)
+    plain = {"passed": PASSED, "skipped": SKIPPED, NOT_APPLICABLE: NOT_APPLICABLE}
+    cases = [Case("vectors", v.id, plain.get(v.status) or (status_of(v.divergence) if v.divergence is not None else FAILED),
+                  v.seconds, v.reason or (message_of(v.divergence) if v.divergence is not None else ""),
+                  v.divergence.level if v.divergence else None, v.divergence, v.not_run)
              for v in result.vectors]
     machine = [d for d in result.divergences if d.source in ("machine", "replay")]
     cases.extend(Case("machine", d.family, status_of(d), 0.0, message_of(d), d.level, d) for d in machine)
     cases.append(_search_case(result))
-    cases.extend(Case("failure list", stale, FAILED, message="a listed divergence no longer shows: remove the entry")
+    cases.extend(Case("failure list", stale, FAILED, message="a listed divergence now diverges with another answer: update "
+                      "the entry" if " CHANGED: " in stale else "a listed divergence no longer shows: remove the entry")
                  for stale in verdict.stale)
     if result.crash is not None:
         cases.append(Case("runner", "the oracle", FAILED, message=f"the oracle failed (not the testee): {result.crash}"))

@@ -13,7 +13,8 @@ import shlex
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from sessionspec.conformance.outcome import EXPECTED, FAILED, Family, Outcome
+from sessionspec.conformance.decisions import blockers, decisions
+from sessionspec.conformance.outcome import EXPECTED, FAILED, NOT_APPLICABLE, Family, Outcome
 from sessionspec.conformance.runner import Result, broken
 from sessionspec.preview import preview
 from sessionspec.rules import RULES
@@ -23,16 +24,19 @@ from sessionspec.wording import plural
 
 FORMAT: Final = "sessionspec-conform-report/1"
 SHOWN_VECTORS: Final = 6
+SHOWN_DECISIONS: Final = 3
 
 
 def summary_lines(result: Result, outcome: Outcome) -> list[str]:
-    """The head of the report: the four numbers, the levels, and what to implement next."""
+    """The head of the report: the five numbers, the levels, and what to implement next."""
     numbers = outcome.numbers
     testee = str(result.testee.get("implementation", "?"))
-    lines = [f"conform {testee}: {numbers['passed']:,} passed, {numbers['skipped']:,} skipped, "
+    skipped = f"{numbers['skipped']:,} skipped" + (f" ({numbers['notRun']:,} not run)" if numbers["notRun"] else "")
+    lines = [f"conform {testee}: {numbers['passed']:,} passed, {numbers['notApplicable']:,} not applicable, {skipped}, "
              f"{plural(numbers['expected'], 'expected failure')}, {plural(numbers['unexpected'], 'unexpected failure')} "
              f"({plural(len(result.vectors), 'vector')}, {plural(result.examples, 'machine example')}, "
              f"{plural(result.requests, 'request')} in {result.seconds:.1f} s)"]
+    lines.extend(_capability_lines(result))
     if outcome.rules:
         lines.append("  rules passing: " + ", ".join(
             f"{level} {len(tally.passing):,} of {len(tally.reached):,} reached" for level, tally in outcome.rules.items()))
@@ -41,11 +45,7 @@ def summary_lines(result: Result, outcome: Outcome) -> list[str]:
         if families:
             new = sum(not f.listed for f in families)
             lines.append(f"  {level}: {plural(len(families), 'family')} ({new:,} not listed as known)")
-    fresh = [f for f in outcome.families if not f.listed]
-    if fresh:
-        top = fresh[0]
-        lines.append(f"  next to implement: {top.name} [{top.level}] ({plural(len(top.vectors), 'vector')}"
-                     f"{', and the machine' if top.machine else ''})")
+    lines.extend(_next_lines(result, outcome))
     if result.stopped:
         lines.append(f"  STOPPED: {result.stopped}")
     if result.crash:
@@ -57,15 +57,61 @@ def summary_lines(result: Result, outcome: Outcome) -> list[str]:
     return lines
 
 
+def _capability_lines(result: Result) -> list[str]:
+    """What the testee declared, and what was not applicable for want of the rest (spec/10, "Capabilities")."""
+    declared = result.capabilities
+    if declared is None:
+        return []
+    lines = [f"  declared: ops {', '.join(sorted(declared.ops))}; extensions {', '.join(sorted(declared.extensions)) or 'none'}; "
+             f"storage {', '.join(sorted(declared.storage)) or 'none'}" + ("" if declared.listed else " (no ops listed: SCP v0's six assumed)")]
+    needs: dict[str, int] = {}
+    for vector in result.vectors:
+        if vector.status == NOT_APPLICABLE:
+            need = vector.reason.removeprefix("needs ").split(",")[0]
+            needs[need] = needs.get(need, 0) + 1
+    if needs or result.not_applicable:
+        parts = [f"{need} ({plural(count, 'vector')})" for need, count in sorted(needs.items())]
+        parts += [f"{need} (the machine's {plural(count, 'request')})" for need, count in sorted(result.not_applicable.items())
+                  if need not in needs]
+        lines.append("  not applicable, needing what the testee does not declare: " + ", ".join(parts))
+    return lines
+
+
+def _next_lines(result: Result, outcome: Outcome) -> list[str]:
+    """What to implement next: a core op the testee lacks first (nothing needing it can be judged), else the largest
+    decision (families one `unsupported` feature explains count as one)."""
+    ranked = decisions(outcome.families)
+    families = plural(sum(not f.listed for f in outcome.families), "family")
+    lines = []
+    lacking = blockers(result.capabilities)
+    if lacking:
+        unjudged = sum(v.reason.startswith("not judged") for v in result.vectors)
+        lines.append(f"  next to implement: {lacking[0]}, a core op every vector and the machine need "
+                     f"({plural(unjudged, 'vector')} not judged without it; spec/10, \"Capabilities\")")
+    for number, decision in enumerate(ranked[:SHOWN_DECISIONS]):
+        grouped = f", {plural(len(decision.families), 'family')} of {plural(len(decision.rules), 'rule')}" \
+            if len(decision.families) > 1 else ""
+        lead = "next to implement" if number == 0 and not lines else "then"
+        lines.append(f"  {lead}: {decision.name} [{decision.level}] ({plural(decision.vectors, 'vector')}"
+                     f"{', and the machine' if decision.machine else ''}{grouped})")
+    if ranked:
+        lines.append(f"  {plural(len(ranked), 'decision')} in all for {families} (families one unsupported feature "
+                     f"explains are one)")
+    return lines
+
+
 def family_block(family: Family, number: int, total: int, command: Sequence[str]) -> list[str]:
     """One family, for a person: the shortest of its divergences, its level and ground, and its reproduction."""
     found = family.shortest
     rule = RULES.get(found.named or found.rule or "")
     lines = [f"FAMILY {number} of {total} [{family.level}] {family.name}"
              + (" (listed as known)" if family.listed else "")]
-    if rule is not None:
+    if rule is not None and (found.named is not None or not found.expected.get("ok")):
         lines.append(f"  rule:       {rule.id} [{rule.kind.value}] {rule.summary}")
         lines.append(f"  level:      {rule.ground.level.value}: {_cut(rule.ground.why, 300)}")
+    elif found.expected.get("ok"):  # the reference accepts: no rule is broken; a rule the testee cites is its own word
+        cited = f" (the testee cites {found.rule})" if found.rule else ""
+        lines.append(f"  rule:       none: the reference accepts the request{cited}")
     lines.extend(_exchange_lines(found))
     lines.extend(_afterwards(family))
     if family.vectors:
@@ -86,8 +132,9 @@ def _afterwards(family: Family) -> list[str]:
     if followed is None:
         return []
     after = followed.aftermath
+    answered = ", ".join(f"{probe} {answer}" for probe, answer in after.items())
     if not broken(after):
-        return ["  afterwards: the session still works (a snapshot, an append and a repair after it are answered)"]
+        return [f"  afterwards: the session still works ({answered})"]
     request = followed.trace[-1] if followed.trace else None
     failing = "; ".join(f"{probe} {answer}" for probe, answer in after.items() if answer != "ok")
     return [f"  afterwards: THE SESSION IS BROKEN after {preview(request, 200)}: {failing}"]
@@ -137,14 +184,18 @@ def to_json(result: Result, outcome: Outcome, command: Sequence[str]) -> dict[st
     return {
         "format": FORMAT, "testee": result.testee, "command": list(command), "summary": numbers,
         "vectors": {"passed": result.passed, "failed": result.failed,
-                    "skipped": sum(v.status == "skipped" for v in result.vectors), "total": len(result.vectors)},
+                    "skipped": sum(v.status == "skipped" for v in result.vectors),
+                    "notApplicable": sum(v.status == NOT_APPLICABLE for v in result.vectors),
+                    "notRun": sum(v.not_run for v in result.vectors), "total": len(result.vectors)},
         "machine": {"examples": result.examples, "searched": result.searched,
                     "divergences": sum(d.source == "machine" for d in result.divergences)},
         "levels": {level: {"families": sum(f.level == level for f in outcome.families),
                            "notListed": sum(f.level == level and not f.listed for f in outcome.families),
                            "rules": outcome.rules[level].to_json()}
                    for level in ("required", "recommended")},
-        "stopped": result.stopped, "crash": result.crash, "unchecked": result.unchecked,
+        "stopped": result.stopped, "crash": result.crash, "unchecked": result.unchecked, "complete": result.complete,
+        "signal": result.signal, "notApplicable": dict(sorted(result.not_applicable.items())),
+        "capabilities": None if result.capabilities is None else result.capabilities.to_json(),
         "traces": None if result.traces is None else str(result.traces),
         "requests": result.requests, "seconds": round(result.seconds, 3),
         "families": [{"family": f.name, "level": f.level, "listed": f.listed, "vectors": f.vectors,

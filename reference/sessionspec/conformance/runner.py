@@ -12,6 +12,7 @@ of what was found is still written, and the traceback goes to a file in the run'
 
 from __future__ import annotations
 
+import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -22,15 +23,19 @@ from typing import Any, Final
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.minimize import aftermath
 from sessionspec.conformance.search import collector_for_a_search, search
+from sessionspec.conformance.stopping import Interrupted, deferred_signals, received
+from sessionspec.wire.capabilities import CORE_OPS, Capabilities
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
 from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
-from sessionspec.wire.exchange import DivergenceFound, Exchange
+from sessionspec.wire.exchange import GIVE_UP, HEALTHY, DivergenceFound, Exchange
 from sessionspec.wire.protocol import Answer
 from sessionspec.wire.trace import Trace, fresh_directory, write_trace
 from sessionspec.wire.verdict import breaches_from_json
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
+NOT_APPLICABLE: Final = "not applicable"
+"""A case that needs what the testee does not declare (spec/10, "Capabilities"): neither passed nor failed."""
 DEADLINE: Final = 1800.0
 """The run's own deadline, in seconds, when none is given: far beyond what a default run takes (about a minute),
 so a CI never needs to set it, and short enough that a testee that stalls cannot hold a CI slot for its hours."""
@@ -39,7 +44,10 @@ Progress = Callable[[str, int, int], None]
 
 
 class Unrunnable(Exception):
-    """The testee cannot be run (does not start, or cannot answer hello)."""
+    """The testee cannot be run (does not start, or cannot answer hello); `result` is the report of the run, which
+    says why, for the sinks a run always writes (`--json`, `--junit`)."""
+
+    result: Result | None = None
 
 
 @dataclass
@@ -73,6 +81,8 @@ class VectorOutcome:
     """The rules the vector covers (its first is the one it is about): what its outcome counts for."""
     level: str | None = None
     """The vector's level (spec/10, "Vectors"): where its rules are required, or only recommended (an append)."""
+    not_run: bool = False
+    """Skipped because the run stopped before it (the deadline, a signal, a testee declared unusable)."""
 
 
 @dataclass
@@ -93,6 +103,17 @@ class Result:
     crash: str | None = None
     """The oracle's own failure, if the run could not complete because of it (the traceback's file is named)."""
     traces: Path | None = None
+    capabilities: Capabilities | None = None
+    """What the testee's hello declared, less the ops it showed it does not implement (a testee listing no ops)."""
+    not_applicable: dict[str, int] = field(default_factory=dict)
+    """Requests not sent (the machine's, the storage phase's) because they need what the testee does not declare."""
+    signal: int | None = None
+    """The signal that stopped the run, if one did."""
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run did all it set out to: no stop, no crash, nothing left out (a replay, --examples 0)."""
+        return not self.partial and self.stopped is None and self.crash is None
 
     @property
     def passed(self) -> int:
@@ -122,26 +143,36 @@ def hello(connection: Connection) -> Answer:
 
 
 def run_vector(exchange: Exchange, vector: dict[str, Any]) -> VectorOutcome:
-    """Every step of one vector against its recorded answers, then its final snapshot; pipelined. A vector whose
-    last step's op the testee does not implement (an optional one) is skipped, not passed."""
+    """Every step of one vector against its recorded answers, then its final snapshot; pipelined.
+
+    A vector that needs what the testee does not declare (spec/10, "Capabilities") is not applicable and not sent;
+    one that needs only the core op `snapshot` the testee lacks has its steps compared and is skipped, since its
+    final state could not be."""
     started = time.perf_counter()
     rules, level = tuple(vector.get("rules", ())), vector.get("level")
-    exchange.begin("vector", vector["id"])
     steps = vector["steps"]
+    requests = [step["line"] if "line" in step else step["request"] for step in steps]
+    need = exchange.capabilities.first_need(requests)
+    if need is not None and need not in CORE_OPS:
+        return VectorOutcome(vector["id"], NOT_APPLICABLE, reason=f"needs {need}, which the testee does not declare",
+                             rules=rules, level=level)
+    exchange.begin("vector", vector["id"])
     try:
-        for step in steps:
-            exchange.send(step["line"] if "line" in step else step["request"], expected=step["expected"],
-                          breaches=breaches_from_json(step.get("breaches")))
+        for request, step in zip(requests, steps, strict=True):
+            exchange.send(request, expected=step["expected"], breaches=breaches_from_json(step.get("breaches")))
         exchange.send({"op": "snapshot"}, expected=vector["final"])
         exchange.flush()
     except DivergenceFound as found:
         return VectorOutcome(vector["id"], "failed", time.perf_counter() - started, found.divergence, rules=rules, level=level)
-    unimplemented = [op for position, op in exchange.skipped if position == len(steps)]
-    if unimplemented:
-        return VectorOutcome(vector["id"], "skipped", time.perf_counter() - started,
-                             reason=f"the testee does not implement {unimplemented[0]} (an optional op)", rules=rules,
-                             level=level)
-    return VectorOutcome(vector["id"], "passed", time.perf_counter() - started, rules=rules, level=level)
+    seconds = time.perf_counter() - started
+    optional = [op for op in exchange.needed if op not in CORE_OPS]
+    if optional:
+        return VectorOutcome(vector["id"], NOT_APPLICABLE, seconds, rules=rules, level=level,
+                             reason=f"needs {optional[0]}, which the testee does not implement (it answered unsupported)")
+    if exchange.needed:
+        return VectorOutcome(vector["id"], "skipped", seconds, rules=rules, level=level,
+                             reason=f"not judged: the testee does not implement {exchange.needed[0]}, a core op")
+    return VectorOutcome(vector["id"], "passed", seconds, rules=rules, level=level)
 
 
 def _run_vectors(exchange: Exchange, options: Options, result: Result, progress: Progress | None) -> None:
@@ -149,27 +180,41 @@ def _run_vectors(exchange: Exchange, options: Options, result: Result, progress:
         result.partial = True
         return
     vectors = vector_files.load(options.vectors_dir)
-    for number, vector in enumerate(vectors):
-        why = _unusable(exchange) or ("the run's deadline passed" if exchange.past_deadline else None)
-        if why is not None:
-            result.stopped = result.stopped or why
-            result.vectors.extend(VectorOutcome(v["id"], "skipped", reason=f"not run: {why}", rules=tuple(v.get("rules", ())),
-                                                 level=v.get("level"))
-                                  for v in vectors[number:])
-            result.partial = True
-            return
-        outcome = run_vector(exchange, vector)
-        result.vectors.append(outcome)
-        if outcome.divergence is not None:
-            result.divergences.append(outcome.divergence)
-        if progress is not None:
-            progress("vectors", number + 1, len(vectors))
+    try:
+        for number, vector in enumerate(vectors):
+            why = _unusable(exchange) or ("the run's deadline passed" if exchange.past_deadline else None)
+            if why is not None:
+                result.stopped = result.stopped or why
+                result.partial = True
+                return
+            outcome = run_vector(exchange, vector)
+            result.vectors.append(outcome)
+            if outcome.divergence is not None:
+                result.divergences.append(outcome.divergence)
+            if progress is not None:
+                progress("vectors", number + 1, len(vectors))
+    except (RunOver, Interrupted) as stop:
+        result.stopped = result.stopped or (f"stopped by {stop.name}" if isinstance(stop, Interrupted) else
+                                            "the run's deadline passed")
+        raise
+    finally:  # whatever ended the loop, every vector not reached is counted as not run, with why
+        _not_run(vectors[len(result.vectors):], result)
+
+
+def _not_run(vectors: list[dict[str, Any]], result: Result) -> None:
+    why = result.stopped or "the run stopped"
+    result.vectors.extend(VectorOutcome(v["id"], "skipped", reason=f"not run: {why}", rules=tuple(v.get("rules", ())),
+                                        level=v.get("level"), not_run=True)
+                          for v in vectors)
 
 
 def _unusable(exchange: Exchange) -> str | None:
     """Why the testee is declared unusable, if it is: it keeps failing, or keeps having to be restarted."""
-    if exchange.gave_up:
+    if exchange.streak >= GIVE_UP:
         return f"the testee gave no valid answer {exchange.streak} times in a row (declared unusable)"
+    if exchange.gave_up:
+        return (f"the testee stalled or overflowed in {exchange.stalls} incarnations in a row, none of which gave "
+                f"{HEALTHY} answers (declared unusable)")
     if exchange.connection.restarts > exchange.max_restarts:
         return f"the testee had to be restarted {exchange.connection.restarts} times (declared unusable)"
     return None
@@ -191,33 +236,63 @@ def replay(exchange: Exchange, trace: Trace, name: str) -> list[Divergence]:
 
 
 def run(options: Options, *, trace: Trace | None = None, progress: Progress | None = None) -> Result:
-    """Hello, every vector, then the machine's search (or only a replay of `trace`); raises Unrunnable.
+    """Hello, every vector, then the machine's search (or only a replay of `trace`); raises Unrunnable, carrying
+    the report of a run that could not start (`Unrunnable.result`).
 
     Whatever happens after hello, a Result comes back holding everything found so far: `stopped` says why
-    the run ended early, `crash` that the oracle itself failed."""
+    the run ended early (the deadline, a signal, a testee declared unusable), `crash` that the oracle itself
+    failed."""
     end = time.monotonic() + options.deadline
     connection = Connection(options.command, timeout=options.timeout, deadline=end)
     result = Result({})
     result.traces = options.traces_dir or fresh_directory()
     started = time.perf_counter()
+    exchange: Exchange | None = None
     try:
+        if received() is not None:  # noted before the run began (`stopping.note_signals`): it stops here, reported
+            raise Interrupted(received() or 0)
         result.testee = hello(connection)
-        exchange = Exchange(connection, deadline=end)
+        result.capabilities = Capabilities.declared(result.testee)
+        exchange = Exchange(connection, deadline=end, capabilities=result.capabilities)
         _phases(exchange, options, result, trace, progress, end)
-        result.unchecked = sorted(exchange.unchecked)
-    except Unrunnable:
-        connection.close()
+    except Unrunnable as unrunnable:
+        result.stopped, result.partial = f"the testee could not be run: {unrunnable}", True
+        unrunnable.result = result
         raise
     except RunOver:
         result.stopped, result.partial = f"the run's deadline ({options.deadline:g} s) passed", True
+    except Interrupted as interrupted:  # a signal: everything found so far is reported, as at the deadline
+        result.stopped, result.partial, result.signal = f"stopped by {interrupted.name}", True, interrupted.signum
     except Exception as error:  # the oracle's own fault: report what was found, and where the traceback is
         result.crash, result.partial = _crash_report(error, result.traces), True
     finally:
-        result.requests = connection.requests
-        result.seconds = time.perf_counter() - started
-        connection.close()
-    _write_traces(result, options)
+        with deferred_signals():  # a second signal now would leave the testee running and the report unwritten
+            if exchange is not None:
+                _collect_exchange(exchange, result)
+            result.requests = connection.requests
+            result.seconds = time.perf_counter() - started
+            connection.close()
+    with deferred_signals():
+        _write_traces(result, options)
+    late = received()
+    if late is not None and result.signal is None:  # it came while the run was ending: the run still says so
+        result.signal = late
+        result.stopped = result.stopped or f"stopped by {signal.Signals(late).name}"
     return result
+
+
+def _collect_exchange(exchange: Exchange, result: Result) -> None:
+    """What the exchange learned: the capabilities as answered, what was not sent for want of them, the fields it
+    could not compare, and the divergences a search interrupted by a signal collected but did not minimize."""
+    result.capabilities = exchange.capabilities
+    result.not_applicable = dict(exchange.not_applicable)
+    result.unchecked = sorted(exchange.unchecked)
+    if result.signal is not None or result.stopped:
+        families = {found.family for found in result.divergences}
+        for found in exchange.collected:
+            if found.family not in families:
+                families.add(found.family)
+                result.divergences.append(found)
 
 
 def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace | None, progress: Progress | None,

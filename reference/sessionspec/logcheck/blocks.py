@@ -3,7 +3,7 @@
 `sessionspec check` spends its time here on a large log. The one JSONL reader
 (`storage.jsonlread`) reads the log in blocks of lines; each block is parsed at once and proven
 canonical (`live.fasttext.parse_block`: no duplicate key, no -0, no 1E5, no integer beyond
-2**53-1 can hide in it), then surveyed (logcheck/survey.py); forked surveyors
+2**53-1 can hide in it), then surveyed (storage/survey.py); forked surveyors
 (logcheck/workers.py) parse and survey blocks ahead while the reader folds them in order, and
 this process surveys one itself whenever it would wait. Every line a block does not vouch for
 goes back to the reader, which reads it alone, losslessly.
@@ -19,12 +19,12 @@ from typing import Any, Final
 import orjson
 from sessionspec.jsonvalue import Json
 from sessionspec.live.fasttext import parse_block
-from sessionspec.logcheck.survey import Run
 from sessionspec.logcheck.workers import Surveyor
 from sessionspec.storage.jsonlread import Stopped, Surveyed
+from sessionspec.storage.survey import Run
 
 Survey = Callable[[list[Any]], list[Run]]
-"""`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see logcheck/survey.py)."""
+"""`survey(values) -> runs`: the consumer's stateless judgement of one parsed block (see storage/survey.py)."""
 _LOADS = orjson.loads
 _DUMPS = orjson.dumps
 _DECODE_ERROR = orjson.JSONDecodeError

@@ -12,8 +12,9 @@ the exact path, which runs the reference functions themselves (`parse_event`, `c
 `plan`) and so reports the reference's own rule and message. The fast path decides speed; the
 exact path decides every finding.
 
-The fast path comes in two halves: `survey` (logcheck/survey.py) judges records with no state,
-and `fold` applies what it found to the surface, in log order, placing each replace with
+The fast path comes in two halves: `survey` (storage/survey.py) judges records with no state,
+and `fold` (`storage.surfacefold`, shared with the load gate's fast form) applies what it found to the
+surface, in log order, placing each replace with
 `live.fastpath.replace_holds`. Both are declared fast forms of the reference functions they imply
 (`live.fastpath.implies`), held to it in tests/test_fastpaths.py. For a JSONL log the survey judges
 whole parsed blocks and may run in forked surveyors (logcheck/workers.py), which share the blocks
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 from sessionspec import invariants
 from sessionspec.catalog import (
@@ -40,11 +41,9 @@ from sessionspec.catalog import (
 from sessionspec.envelope import Event, parse_event
 from sessionspec.errors import SpecViolation
 from sessionspec.header import validate_header
-from sessionspec.jsonvalue import Json, snapshot
+from sessionspec.jsonvalue import Json
 from sessionspec.legacy import LegacyUpgrade, message_id_of, upgrade
-from sessionspec.live.fastpath import replace_holds
 from sessionspec.logcheck.reader import StoredLine
-from sessionspec.logcheck.survey import Run, survey
 from sessionspec.preview import as_text, shown
 from sessionspec.provider import RANGE_KEEPS_PAIRS, call_ids, provider_findings, result_call_id
 from sessionspec.rules import check
@@ -52,6 +51,8 @@ from sessionspec.shapes import check_content
 from sessionspec.storage.chunkrows import CHUNK
 from sessionspec.storage.gate import SEQ as CONTIGUOUS
 from sessionspec.storage.gate import UNKNOWN as UNKNOWN_EVENT
+from sessionspec.storage.surfacefold import CurrentNodes, SurfaceFold
+from sessionspec.storage.survey import Run, survey
 from sessionspec.surface import ReplacePlan, plan
 from sessionspec.views import project
 
@@ -80,30 +81,6 @@ def _resolved(data: Any) -> Any:
     return data.data() if type(data) is StoredLine else data
 
 
-class _CurrentNodes(Sequence[Event]):
-    """The log as `surface.plan` reads it, restricted to what the checker keeps: the current nodes.
-
-    `plan` indexes the log only at a shadowed node (to check a tool/result rewrite), and every
-    shadowed node is a current node, so this view answers every lookup a valid replace makes.
-    """
-
-    def __init__(self, checker: Checker) -> None:
-        self._checker = checker
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            raise TypeError("the checker keeps only the current nodes")
-        kind, data = self._checker.info[index]
-        return Event(kind, index, 0, snapshot(_resolved(data)))
-
-    def __len__(self) -> int:
-        return self._checker.next_seq
-
-
 class _MessageIds(Mapping[int, str]):
     """The message id of each current node, read when asked: what a legacy tool/result replacement inherits.
 
@@ -129,7 +106,7 @@ class _MessageIds(Mapping[int, str]):
         return len(self._info)
 
 
-class Checker:
+class Checker(SurfaceFold):
     """Check one stored log, record by record. `feed` each record, then `finish`; read `findings`.
 
     `strict` adds the relational invariants (spec/09) and the provider-validity findings; they
@@ -144,18 +121,13 @@ class Checker:
         self.fast = fast
         self.findings: list[Finding] = []
         self.session_id: str | None = None
-        self.next_seq = 0
-        self.nodes: list[int] = []
-        self.info: dict[int, tuple[str, Json]] = {}
-        """seq -> (type, data) for current nodes; data is kept for tool/results (all nodes when strict), as a
-        `StoredLine` where the surveyor surveyed it."""
+        super().__init__()  # nodes, info (data as a `StoredLine` where the surveyor surveyed it), next_seq
         self.lines: dict[int, int | None] = {}
-        self.replace_generation = 0
         self._trace = invariants.Trace()
         self.upgrades: list[LegacyUpgrade] = []
         """The legacy upgrades applied on the exact path, as the load gate applies and reports them."""
         self._message_ids = _MessageIds(self)
-        self._view = _CurrentNodes(self)
+        self._view = CurrentNodes(self)
         self._plain = frozenset(self.known - SURFACE_TYPES - RETIRED_TYPES - {"", "request/header", END_SEED})
         """The log-only types the fast path takes with nothing but the four envelope keys."""
         self._surveyed = self._plain | SURFACE_TYPES
@@ -194,35 +166,18 @@ class Checker:
             feed(line, record)
 
     def survey(self, values: list[Any]) -> list[Run]:
-        """The runs of a parsed block the fast path takes, judged with no state (see logcheck/survey.py)."""
+        """The runs of a parsed block the fast path takes, judged with no state (see storage/survey.py)."""
         return survey(values, self._plain, self._rows) if self.fast and not self.strict else []
 
     def fold(self, ops: Sequence[Any], k: int, first: int, nxt: int) -> int:
-        """Apply a run's surface events `ops[k:]` to the surface, the run continuing the log at seq `first`.
-
-        The stateful half of the fast path: the survey vouched for each record alone; here the
-        run must start at the seq the log expects, and each replace must land (`_fast_replace`).
-        Returns r: `ops[k:r]` are applied and the run is taken up to the line of the replace
-        `ops[r]`, which is the exact path's; r = len(ops) takes the whole run (the next seq is then
-        `nxt`); -1 takes nothing. Not used with `strict`, whose checks need every event.
-        """
-        if self.strict or not self.fast or first != self.next_seq:
+        """`SurfaceFold.fold`: a run's surface events applied in log order. Not used with `strict`, whose checks
+        need every event."""
+        if self.strict or not self.fast:
             return -1
-        nodes, info = self.nodes, self.info
-        for refused in range(k, len(ops)):
-            step = ops[refused]
-            if len(step) == 3:
-                # appends: each a new node at the end of the surface.
-                seqs, kept, _ = step
-                nodes.extend(seqs)
-                info.update(zip(seqs, kept, strict=True))
-                continue
-            _, seq, kind, data, op, sources = step
-            if not self._fast_replace(kind, seq, op, sources, data):
-                self.next_seq = seq
-                return refused
-        self.next_seq = nxt
-        return len(ops)
+        return super().fold(ops, k, first, nxt)
+
+    def resolve(self, data: Any) -> Json:
+        return _resolved(data)
 
     def _fast(self, line: int | None, record: Any) -> bool:
         """One record on the fast path: the survey of a block of one, then its fold; False sends it to the exact path."""
@@ -246,21 +201,6 @@ class Checker:
         elif ops:
             return self.fold(ops, 0, self.next_seq, nxt) == 1
         self.next_seq = nxt
-        return True
-
-    def _fast_replace(self, kind: str, seq: int, op: dict[str, Any], sources: Any, data: Any) -> bool:
-        """A replace the reference would accept (`fastpath.replace_holds`), applied to the surface."""
-        landed = replace_holds(self.nodes, self.info, kind, op["start"], op["end"], sources, data, _resolved)
-        if landed is None:
-            return False
-        first, last = landed
-        info, nodes = self.info, self.nodes
-        for node in nodes[first : last + 1]:
-            del info[node]
-        nodes[first : last + 1] = [seq]
-        info[seq] = (kind, data if kind == TOOL_RESULT else None)
-        self.replace_generation += 1
-        self.next_seq = seq + 1
         return True
 
     def _exact(self, line: int | None, record: Any) -> None:

@@ -50,7 +50,7 @@ def check_path(path: str, *, strict: bool = False, tick: Any = None, session_id:
 
     `jobs`: 1 checks in this process alone; N > 1 has N - 1 forked surveyors parse and survey
     blocks of a JSONL log while this process folds them; None (the default) uses one process
-    per usable CPU, at most four, for logs of 4 MiB or more.
+    per CPU that other work leaves free (`workers.free_cpus`), at most four, for logs of 4 MiB or more.
     """
     checker = Checker(path, strict=strict)
     fold = checker.fold

@@ -4,7 +4,7 @@ Every format has one reader, the storage backend's own (`storage.open_reader`), 
 exactly the committed region a load would see. For JSONL, the format people check most and the
 one whose speed is measured, the checker takes whole runs of lines itself: `storage.jsonlread`
 reads the file in blocks, a block proven canonical (`live.fasttext.parse_block`) is surveyed
-(logcheck/survey.py) and its runs are folded into the checker's state whole; only the lines no
+(storage/survey.py) and its runs are folded into the checker's state whole; only the lines no
 run takes come out of `records()`. On a machine with cores to spare, forked surveyors
 (logcheck/workers.py) parse and survey blocks ahead while this process folds them in order,
 surveying one itself whenever it would wait.
@@ -19,7 +19,7 @@ from typing import Any, Final
 from sessionspec.errors import Kind, SpecViolation
 from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.logcheck.blocks import StoredLine, Survey, no_runs, survey_answer, surveyed_blocks
-from sessionspec.logcheck.workers import Surveyor, usable_cpus
+from sessionspec.logcheck.workers import Surveyor, free_cpus
 from sessionspec.storage import open_reader
 from sessionspec.storage.formats import Unreadable, detect
 from sessionspec.storage.gate import TornTail
@@ -77,7 +77,7 @@ def open_log(path: Path, session_id: str | None = None, *, survey: Survey | None
     For JSONL, a consumer that gives `survey` and `fold` takes whole runs of lines itself, and
     only the lines in no run come out of `records()`; `survey` alone (`no_runs`) reads the log a
     block at a time and takes none. `jobs` is how many processes share the surveys (1: this one
-    alone; None: one per usable CPU, up to DEFAULT_JOBS, for a large log), the others forked as
+    alone; None: one per free CPU, up to DEFAULT_JOBS, for a large log), the others forked as
     surveyors (see logcheck/workers.py).
 
     A log this build cannot read at all (a newer or older format, a foreign database: the rules
@@ -96,11 +96,14 @@ def open_log(path: Path, session_id: str | None = None, *, survey: Survey | None
 
 
 def _surveyors(survey: Survey, jobs: int | None, size: int) -> list[Surveyor]:
-    """The surveyors a check of a `size`-byte log gets: `jobs - 1` asked for, or by default one per usable CPU but
-    this process's (at most DEFAULT_JOBS - 1) for a log of PARALLEL_BYTES or more."""
+    """The surveyors a check of a `size`-byte log gets: `jobs - 1` asked for, or by default one per free CPU but
+    this process's (at most DEFAULT_JOBS - 1) for a log of PARALLEL_BYTES or more: none on a machine whose CPUs
+    other work keeps busy (`workers.free_cpus`), where a surveyor would only share a CPU with this process."""
     if jobs == 1 or (jobs is None and size < PARALLEL_BYTES):
         return []
-    wanted = jobs - 1 if jobs is not None else min(usable_cpus(), DEFAULT_JOBS) - 1
+    wanted = jobs - 1 if jobs is not None else min(free_cpus(), DEFAULT_JOBS) - 1
+    if wanted < 1:
+        return []
     surveyors: list[Surveyor] = []
     try:
         for _ in range(wanted):

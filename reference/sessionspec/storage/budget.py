@@ -18,6 +18,12 @@ ever being refused by the ratio alone.
 
 A JSONL log keeps the budget by construction: its plaintext is the file, a record is at least
 its newline, a packed member at least five bytes. So only the zstd and SQLite readers spend one.
+
+Writers keep it too, whatever they are given (`affordable`): every zstd batch and every compressed
+SQLite BLOB holds the ratio on its own, and is stored uncompressed otherwise (raw zstd blocks, a
+TEXT column), where the ratio holds by construction as in JSONL. The file's plaintext and records
+are the sums of its parts, so a log a writer acknowledged always loads, however large and however
+compressible; the floors are for logs of other writers, which may not keep the ratio.
 """
 
 from __future__ import annotations
@@ -38,6 +44,15 @@ RECORDS_FLOOR = 1 << 16
 """The floors are one frame's bounds (SESSION-ZSTD-FRAMES.5): a log no larger than one full frame always fits, so the
 file's bound never refuses what the frame's allows in one frame, and a record at its own bound (64 MiB) always fits
 with the rest of a small log."""
+
+
+def affordable(plain: int, records: int, stored: int) -> bool:
+    """Whether `stored` bytes of file may decode to `plain` bytes and `records` records at the ratios, floors aside.
+
+    The writer's side of SESSION-STORAGE-RECORD.3: a part of a log that holds the ratios on its own
+    never pushes the whole past its budget, whichever parts come before or after it.
+    """
+    return plain <= PLAIN_PER_BYTE * stored and records <= RECORDS_PER_BYTE * stored
 
 
 class Spent(Exception):

@@ -11,7 +11,7 @@ stored (no end-seed marker: resuming adds it through seeding, never loading).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,9 @@ class LoadResult:
     path: str
     format: str
     header: FrozenDict
-    events: FrozenList
+    events: Sequence[Event]
+    """The stored events: a FrozenList, or (a JSONL log the gate's fast form read) a `StoredEvents` that builds each
+    when it is read; either way an immutable sequence of the same Events, equal to the other."""
     closers: FrozenList
     torn: TornTail | None
     upgrades: tuple[LegacyUpgrade, ...]

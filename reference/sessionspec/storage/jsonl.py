@@ -33,13 +33,13 @@ class JsonlWriter:
         self.packed = packed
 
     @staticmethod
-    def frame(plain: bytes) -> bytes:
-        """How one batch's lines (or the header line) are stored: as they are."""
+    def frame(plain: bytes, records: int) -> bytes:
+        """How one batch's lines (or the header line), `records` records in all, are stored: as they are."""
         return plain
 
     @classmethod
     def _batch(cls, batch: list[Event], packed: bool) -> bytes:
-        return cls.frame(encode_batch(batch, packed=packed)) if batch else b""
+        return cls.frame(encode_batch(batch, packed=packed), len(batch)) if batch else b""
 
     @classmethod
     def create(cls, path: Path, header: FrozenDict | dict[str, Json], events: Iterable[Event | Json] = (),
@@ -47,7 +47,7 @@ class JsonlWriter:
         """Publish a new log (header line plus a first batch) atomically; refuses an existing file."""
         valid = checked_header(header)
         batch = as_events(events, 0)
-        durable.publish(Path(path), cls.frame(encode_line(header_record(valid))) + cls._batch(batch, packed))
+        durable.publish(Path(path), cls.frame(encode_line(header_record(valid)), 1) + cls._batch(batch, packed))
         return cls(path, len(batch), packed=packed)
 
     def append(self, events: Iterable[Event | Json]) -> None:

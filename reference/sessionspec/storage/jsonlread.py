@@ -121,7 +121,7 @@ def read_blocks(stream: BinaryIO, tail: list[bytes]) -> Iterator[bytes | Stopped
 
 Run = tuple[int, int, int, int, list[Any]]
 """(start, end, first, next, ops): lines start..end-1 of a block, vouched for as the events first..next-1 whose
-surface operations are `ops` (the checker's survey, logcheck/survey.py, says what an op holds)."""
+surface operations are `ops` (the checker's survey, storage/survey.py, says what an op holds)."""
 Surveyed = tuple[int, list[Run], list[Any] | None] | None
 """A block's line count, its runs and (where it was parsed in this process) each line's value; None where the
 block is not canonical."""
@@ -274,7 +274,8 @@ def _read_line(stream: BinaryIO, path: str, line: int) -> bytes:
 
 def _bounded_line(stream: BinaryIO, path: str, line: int) -> bytes:
     piece = stream.readline(_PIECE)
-    if (len(piece) < _PIECE or piece.endswith(b"\n")) and len(piece) <= MAX_RECORD_BYTES:
+    # SESSION-STORAGE-RECORD.1: a record is its line without the newline, as every reader and writer measures it.
+    if (len(piece) < _PIECE or piece.endswith(b"\n")) and len(piece) - piece.endswith(b"\n") <= MAX_RECORD_BYTES:
         return piece
     parts, total = [piece], len(piece)
     while True:
@@ -288,7 +289,7 @@ def _bounded_line(stream: BinaryIO, path: str, line: int) -> bytes:
         total += len(piece)
         if piece.endswith(b"\n"):
             break
-    if total > MAX_RECORD_BYTES:
+    if total - parts[-1].endswith(b"\n") > MAX_RECORD_BYTES:
         raise refuse(RECORD_SIZE, Kind.JSON, path, f"record at line {line} exceeds {MAX_RECORD_BYTES} bytes", line=line)
     return b"".join(parts)
 

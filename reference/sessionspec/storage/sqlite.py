@@ -184,6 +184,7 @@ class SqliteWriter:
         """Add a session (header row and first batch) to the database, creating the database if needed."""
         valid = checked_header(header)
         batch = as_events(events, 0)
+        rows = rows_of(batch, packed)
 
         def body(connection: sqlite3.Connection) -> None:
             exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (valid["id"],)).fetchone()
@@ -194,7 +195,7 @@ class SqliteWriter:
             values = [thaw(valid[key]) if key in valid else None for key in HEADER_KEYS]
             connection.execute(f"INSERT INTO sessions ({', '.join(HEADER_COLUMNS.values())}, incarnation, revision) "
                                f"VALUES ({', '.join('?' * len(HEADER_KEYS))}, ?, 0)", (*values, str(uuid.uuid4())))
-            _insert(connection, valid["id"], batch, packed)
+            _insert(connection, valid["id"], rows)
 
         transaction(Path(path), body, initialise=True)
         return cls(path, valid["id"], len(batch))
@@ -203,16 +204,17 @@ class SqliteWriter:
         batch = as_events(events, self.next_seq)
         if not batch:
             return
-        transaction(self.path, lambda connection: self._append_rows(connection, batch, packed))
+        rows = rows_of(batch, packed)
+        transaction(self.path, lambda connection: self._append_rows(connection, batch, rows))
         self.next_seq += len(batch)
 
-    def _append_rows(self, connection: sqlite3.Connection, batch: list[Event], packed: bool) -> None:
+    def _append_rows(self, connection: sqlite3.Connection, batch: list[Event], rows: list[tuple[Any, ...]]) -> None:
         stored = _stored_next_seq(connection, self.session_id, str(self.path))
         # SESSION-STORAGE-SEQ.1: the batch continues exactly where the stored log ends.
         if batch[0].seq != stored:
             raise refuse(SEQ, Kind.SEQ, str(self.path),
                          f"session {clipped(self.session_id, 120)} append starts at seq {batch[0].seq}, stored next seq is {stored}")
-        _insert(connection, self.session_id, batch, packed)
+        _insert(connection, self.session_id, rows)
 
     def commit_repair(self, result: LoadResult, verify: Callable[[Any], LoadResult]) -> LoadResult:
         """Delete the torn rows and insert the closers in one transaction, committed only once the result verifies.
@@ -234,7 +236,7 @@ class SqliteWriter:
                              f"(revision, rows, last seq were {result.revision}, now {found}); load it and repair again")
             if torn is not None:
                 connection.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (self.session_id, torn.row))
-            _insert(connection, self.session_id, as_events(result.closers, len(result.events)), True)
+            _insert(connection, self.session_id, rows_of(as_events(result.closers, len(result.events)), True))
             # SESSION-STORAGE-WRITE.5: read back inside the transaction; a result that does not verify is rolled back.
             verified.append(verify(SqliteReader(self.path, self.session_id, connection=connection)))
 
@@ -306,18 +308,24 @@ def _stored_next_seq(connection: sqlite3.Connection, session_id: str, path: str)
     return int(row[0]) + row_members(record)
 
 
-def _insert(connection: sqlite3.Connection, session_id: str, batch: list[Event], packed: bool) -> None:
-    if not batch:
-        return
+def rows_of(batch: list[Event], packed: bool) -> list[tuple[Any, ...]]:
+    """The rows of one batch, bound before any transaction begins: a record the writer refuses (too long,
+    SESSION-STORAGE-RECORD.1; a row tag, SESSION-CHUNK-ROWS.7) is refused before a byte of the database is written."""
     records = [event.to_json() for event in batch]
     if packed:
         records = pack(records, sqlite=True)
     else:
         for record in records:
             check_storable(record)
+    return [bind_record(record) for record in records]
+
+
+def _insert(connection: sqlite3.Connection, session_id: str, rows: list[tuple[Any, ...]]) -> None:
+    if not rows:
+        return
     connection.executemany(
         "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(session_id, *bind_record(record)) for record in records])
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(session_id, *row) for row in rows])
     connection.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (session_id,))
 
 

@@ -20,7 +20,7 @@ from sessionspec.jsontext import UTF8, dumps
 from sessionspec.jsonvalue import Json, is_nonneg_safe_int
 from sessionspec.live.fasttext import read_line
 from sessionspec.rules import define
-from sessionspec.storage.budget import Budget
+from sessionspec.storage.budget import Budget, affordable
 from sessionspec.storage.chunkrows import ROW_TAGS
 from sessionspec.storage.gate import MAX_RECORD_BYTES, RECORD_SIZE
 from sessionspec.storage.zstdframes import decode_blob
@@ -119,13 +119,26 @@ def decode_seqs(blob: bytes) -> list[int]:
 # --- rows ---------------------------------------------------------------------------------------
 
 
-def _bind_data(value: Json) -> str | bytes:
+def _bind_data(value: Json, records: int, seq: int) -> tuple[str | bytes, int]:
+    """The `data` column of a row of `records` records, and its stored size.
+
+    SESSION-STORAGE-RECORD.1: nothing is written that a reader would refuse as too long, decoded
+    (a BLOB is decoded no further than the bound) or stored. SESSION-STORAGE-RECORD.3: a BLOB holds
+    the budget's ratios on its own, or the value is stored as TEXT, which a reader never decodes
+    and which the file holds byte for byte; so the compressed BLOBs of any log a writer wrote
+    together decode to less than the file's budget.
+    """
     text_value = dumps(value)
     raw = text_value.encode("utf-8")
+    if len(raw) > MAX_RECORD_BYTES:
+        raise SpecViolation(RECORD_SIZE, Kind.JSON, f"data at seq {seq} of {len(raw)} bytes exceeds {MAX_RECORD_BYTES}",
+                            seq=seq)
     if len(raw) < COMPRESS_FROM:
-        return text_value
+        return text_value, len(raw)
     blob: bytes = zstandard.ZstdCompressor(level=3).compress(raw)
-    return blob if len(blob) < len(raw) else text_value
+    if len(blob) < len(raw) and affordable(len(raw), records, len(blob)):
+        return blob, len(blob)
+    return text_value, len(raw)
 
 
 def _read_data(value: object, seq: object, budget: Budget | None) -> Json:
@@ -152,14 +165,23 @@ def _read_data(value: object, seq: object, budget: Budget | None) -> Json:
 
 
 def bind_record(record: Json) -> tuple[Any, ...]:
-    """(seq, type, time, data, source_event_seqs, surface_op, ignorable) for one storage record."""
-    if record["type"] in ROW_TAGS:
-        return (record["seq0"], record["type"], record["time0"], _bind_data(record["data"]), None, None, 0)
-    sources = record.get("sourceEventSeqs")
-    op = record.get("surfaceOp")
-    return (record["seq"], record["type"], record["time"], _bind_data(record["data"]),
-            None if sources is None else encode_seqs(sources), None if op is None else dumps(op),
-            1 if record.get("ignorable") else None)
+    """(seq, type, time, data, source_event_seqs, surface_op, ignorable) for one storage record.
+
+    SESSION-STORAGE-RECORD.1: a row is one record, its columns together within the bound, as the
+    reader measures them (`read_row`); a longer one is refused here, before anything is written.
+    """
+    packed = record["type"] in ROW_TAGS
+    seq = record["seq0"] if packed else record["seq"]
+    data, size = _bind_data(record["data"], row_members(record), seq)
+    sources = None if packed or record.get("sourceEventSeqs") is None else encode_seqs(record["sourceEventSeqs"])
+    op = None if packed or record.get("surfaceOp") is None else dumps(record["surfaceOp"])
+    length = size + sum(map(_size, (record["type"], sources, op)))
+    if length > MAX_RECORD_BYTES:
+        raise SpecViolation(RECORD_SIZE, Kind.JSON, f"row at seq {seq} of {length} bytes exceeds {MAX_RECORD_BYTES}",
+                            seq=seq)
+    if packed:
+        return (seq, record["type"], record["time0"], data, None, None, 0)
+    return (seq, record["type"], record["time"], data, sources, op, 1 if record.get("ignorable") else None)
 
 
 def _bounded(column: str) -> str:

@@ -244,6 +244,35 @@ def compress(plain: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True).compress(plain)
 
 
+RAW_BLOCK = 128 << 10
+"""The largest block of a raw frame (Block_Maximum_Size, for the 128 KiB window the frame declares)."""
+RAW_DESCRIPTOR = bytes([0xC4, 0x38])
+"""Frame header descriptor (an 8-byte content size, a checksum, not single-segment), then a 128 KiB window."""
+
+
+def raw_frame(plain: bytes, compressed: bytes) -> bytes:
+    """`plain` as one zstd frame of raw (stored) blocks, with the content checksum of its `compressed` frame.
+
+    The writer's way to keep SESSION-STORAGE-RECORD.3 on data that compresses too well: a raw frame
+    is as large as its plaintext, so it holds the budget's ratios by construction, and it is a
+    standard frame every zstd decoder reads (a small window, so none needs more memory than a
+    block). The checksum is the low 32 bits of the plaintext's XXH64, whichever way the blocks are
+    stored, so it is taken from the compressed frame of the same plaintext (.3 requires one).
+    """
+    blocks: list[bytes | memoryview] = [MAGIC, RAW_DESCRIPTOR, len(plain).to_bytes(8, "little")]
+    view = memoryview(plain)  # the blocks are views of the plaintext, copied once, by the join
+    start = 0
+    while True:
+        piece = view[start:start + RAW_BLOCK]
+        start += RAW_BLOCK
+        last = start >= len(plain)
+        blocks += [(len(piece) << 3 | last).to_bytes(3, "little"), piece]
+        if last:
+            break
+    blocks.append(compressed[-4:])
+    return b"".join(blocks)
+
+
 def decode_blob(blob: bytes, limit: int) -> bytes | None:
     """One complete zstd frame that is all of `blob`, decoded a block at a time; None once it exceeds `limit` bytes.
 

@@ -27,7 +27,7 @@ from sessionspec.jsonvalue import FrozenDict, Json
 from sessionspec.live.fasttext import read_line
 from sessionspec.rules import define
 from sessionspec.storage import gate, zstdframes
-from sessionspec.storage.budget import Budget, Spent, refusal
+from sessionspec.storage.budget import Budget, Spent, affordable, refusal
 from sessionspec.storage.gate import Scanner, TornTail, header_from_record, located, may_end_turn, refuse
 from sessionspec.storage.jsonl import JsonlWriter
 from sessionspec.storage.jsonlread import FileReader
@@ -40,6 +40,7 @@ from sessionspec.storage.zstdframes import (
     decode,
     frames,
     lines,
+    raw_frame,
 )
 
 FIRST_FRAME = define("SESSION-ZSTD-FRAMES.2", Kind.HEADER, "the first frame holds exactly the header line")
@@ -163,19 +164,25 @@ class ZstdWriter(JsonlWriter):
     reader = ZstdReader
 
     @staticmethod
-    def frame(plain: bytes) -> bytes:
+    def frame(plain: bytes, records: int) -> bytes:
         """SESSION-ZSTD-FRAMES.2 and .5: the header line is one frame; a batch is as few frames as the bounds allow.
 
         The frames of one batch are written and fsynced together, so a crash may leave some of
-        them, which is what a crash may leave of any unacknowledged batch.
+        them, which is what a crash may leave of any unacknowledged batch. SESSION-STORAGE-RECORD.3:
+        a batch (`records` events: a packed row counts its members, as the reader counts them) that
+        compresses past the budget's ratios is stored in raw frames instead, so that what a writer
+        acknowledges never makes the log decode to more than its reader's budget.
         """
-        frames_out: list[bytes] = []
+        pieces: list[bytes] = []
         start = 0
         while start < len(plain):
             end = _frame_end(plain, start)
-            frames_out.append(compress(plain[start:end]))
+            pieces.append(plain[start:end])
             start = end
-        return b"".join(frames_out)
+        compressed = [compress(piece) for piece in pieces]
+        if affordable(len(plain), records, sum(map(len, compressed))):
+            return b"".join(compressed)
+        return b"".join(raw_frame(piece, frame) for piece, frame in zip(pieces, compressed, strict=True))
 
 
 def _frame_end(plain: bytes, start: int) -> int:

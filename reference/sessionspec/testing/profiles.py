@@ -44,21 +44,35 @@ class DatabaseUnavailable(RuntimeError):
     """$SESSIONSPEC_HYPOTHESIS_DB names a database this environment cannot open."""
 
 
+_REDIS_DATABASES: dict[str, ExampleDatabase] = {}
+"""One `RedisExampleDatabase` per URL for the life of the process (and of the processes forked from it)."""
+
+
 def shared_database(where: str | None = None) -> ExampleDatabase:
     """The shared example database `where` (default: $SESSIONSPEC_HYPOTHESIS_DB, else `.hypothesis/examples`).
 
     A redis URL is opened with Hypothesis's own `RedisExampleDatabase` (connecting on first use);
     its client, `redis`, comes with the `fuzz` extra and is imported only for such a URL.
+
+    The same URL gives the same object every time. Two `RedisExampleDatabase`s of one URL are unequal
+    (their `==` compares the redis clients, which compare by identity), and HypoFuzz fuzzes only the tests
+    whose database equals the current profile's: its workers, forked from the hub after it has imported
+    the targets, register the profiles again, and with a new client each would skip every target the hub
+    assigned them, dying with `KeyError` in `FuzzWorker._add_target` (issue 35; a directory database
+    compares by path and never had the problem).
     """
     where = where or os.environ.get(DATABASE_ENV) or LOCAL_DATABASE
     if not where.startswith(REDIS_SCHEMES):
         return DirectoryBasedExampleDatabase(where)
+    if where in _REDIS_DATABASES:
+        return _REDIS_DATABASES[where]
     try:
         client = importlib.import_module("redis").Redis.from_url(where)
         database: ExampleDatabase = importlib.import_module("hypothesis.extra.redis").RedisExampleDatabase(client)
     except ImportError as missing:
         raise DatabaseUnavailable(f"{DATABASE_ENV}={where} is a redis URL, and the redis client is not installed "
-                                  f"({missing}): pip install 'sessionspec[fuzz]'") from None
+                                  f"({missing}): install sessionspec with its fuzz extra (a checkout: pip install -e '.[fuzz]')") from None
+    _REDIS_DATABASES[where] = database
     return database
 
 

@@ -3,8 +3,8 @@
 Over the protocol (`rules=False, time=False`, the runner and replay against a testee): accept or
 reject always; the kind of a rejection always, `internal` included (a crash on invalid input is
 a divergence, never a wildcard); the rule never (another implementation need not name our
-rules); everything else an accepting answer carries exactly, as JSON, except what the testee's own
-clock decides: `time` in event envelopes and the header's `createdAt`. In process (`rules=True, time=True`, the machines, which share
+rules); everything else an answer carries exactly, as JSON (a key the reference's answer does not have
+included), except what the testee's own clock decides: `time` in event envelopes and the header's `createdAt`. In process (`rules=True, time=True`, the machines, which share
 one clock and one rule registry), rules and times are compared too.
 
 A snapshot field an external testee does not carry (`seq`, `header`, `transcript`,
@@ -21,7 +21,7 @@ import orjson
 
 from sessionspec.jsonvalue import json_equal
 from sessionspec.preview import as_text, preview, shown
-from sessionspec.wire.protocol import OPTIONAL_OPS, Answer
+from sessionspec.wire.protocol import Answer
 
 OPTIONAL_FIELDS: Final = frozenset({"seq", "header", "transcript", "requestHeader", "requestContext"})
 """Snapshot fields added after SCP v0 was fixed: compared when the testee carries them."""
@@ -61,11 +61,10 @@ def op_of(request: Any) -> str | None:
     return op if isinstance(op, str) else None
 
 
-def skipped(op: Any, actual: Answer) -> bool:
-    """An optional op the testee does not implement: the step is skipped, not a divergence."""
-    error = actual.get("error")
-    return (isinstance(op, str) and op in OPTIONAL_OPS and not actual.get("ok") and isinstance(error, dict)
-            and error.get("kind") == "unsupported")
+def unsupported(answer: Answer) -> bool:
+    """Whether an answer refuses its request as `unsupported` (SESSION-CONFORMANCE-PROTOCOL.2: not implemented)."""
+    error = answer.get("error")
+    return not answer.get("ok") and isinstance(error, dict) and error.get("kind") == "unsupported"
 
 
 def describe(answer: Answer) -> str:
@@ -124,8 +123,10 @@ def differences(op: Any, expected: Answer, actual: Answer, *, rules: bool = Fals
             left, right = _without_time(key, left), _without_time(key, right)
         if not same_json(left, right):
             out.append(f"{as_text(key)}: expected {_short(left)}, got {_short(right)}")
-    if rules:  # in process both sides are ours: an answer key only one of them gives is a difference too
-        out.extend(f"answer has {shown(key)}, the reference's does not" for key in actual if key not in expected)
+    # SESSION-CONFORMANCE-PROTOCOL.10: everything an answer carries is compared, so a key only the testee's answer has is a
+    # difference too (a testee that added one to every answer once passed every vector). Inside `error` only the
+    # kind is compared: the message is for people, the rule and the place are the testee's word.
+    out.extend(f"answer has {shown(key)}, the reference's does not" for key in actual if key not in expected)
     return out
 
 

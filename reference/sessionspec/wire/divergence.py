@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from sessionspec.preview import as_text, bounded, clipped
-from sessionspec.wire.protocol import Answer
-from sessionspec.wire.verdict import Breach, judge
+from sessionspec.wire.protocol import ANSWER_KEYS, Answer
+from sessionspec.wire.verdict import Breach, Verdict, judge
 
-_FIELD = re.compile(r"^(x-reentrant: )?([\w-]+): expected")
+_FIELD = re.compile(r"^(x-reentrant: )?(?:([\w-]+): expected|answer (?:has|lacks) '([\w-]+)')")
+_EXTRA = "answer has "
 
 
 def _error(answer: Answer) -> dict[str, Any] | None:
@@ -66,9 +67,10 @@ class Divergence:
     @property
     def key(self) -> str:
         """The request's op and the reference's verdict: `append:SESSION-LOSSLESS-JSON.2`, `snapshot:accepts`."""
+        op = self.op if self.op is not None else "line"  # a raw line, or a request without a string op
         if self.named is not None:
-            return f"{self.op}:{self.named}"
-        return f"{self.op}:{self.rule if _error(self.expected) is not None else 'accepts'}"
+            return f"{op}:{self.named}"
+        return f"{op}:{self.rule if _error(self.expected) is not None else 'accepts'}"
 
     @property
     def family(self) -> str:
@@ -97,9 +99,11 @@ def divergence(source: str, case_id: str, op: Any, expected: Answer, actual: Ans
     rule, kind = _cut(blame.get("rule")), _cut(blame.get("kind"))
     answered = verdict(actual)
     if answered == verdict(expected):  # the same verdict: what differs is the answer's content
-        fields = sorted({m.group(2) for m in (_FIELD.match(line) for line in why) if m})
+        fields = sorted({m.group(2) or m.group(3) for m in (_FIELD.match(line) for line in why) if m})
         answered = f"differs:{','.join(fields) or 'answer'}"
     judged = judge(op, trace[-1] if trace else None, expected, actual, breaches, why)
+    if why and all(line.startswith(_EXTRA) for line in why):  # only keys the reference's answer does not have
+        judged = Verdict(judged.level, ANSWER_KEYS)
     return Divergence(source, case_id, op if isinstance(op, str) else None, rule if isinstance(rule, str) else None,
                       kind if isinstance(kind, str) else None, expected, kept(actual), list(trace), list(why),
                       answered, level=judged.level, breaches=breaches, named=judged.rule)

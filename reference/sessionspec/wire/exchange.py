@@ -26,8 +26,9 @@ from typing import Any, Final
 import orjson
 
 from sessionspec.catalog import END_SEED
+from sessionspec.wire.capabilities import DECLARED, Capabilities, learnable
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure, parse_answer
-from sessionspec.wire.compare import differences, op_of, skipped, unchecked
+from sessionspec.wire.compare import differences, op_of, unchecked, unsupported
 from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.oracle import ReferenceExecutor
 from sessionspec.wire.protocol import Answer, dumps
@@ -44,6 +45,12 @@ OVERSIZED_SLACK: Final = 1 << 20
 can need that much (JSON's longest spelling of a value is its escapes, six bytes a character), and a testee that
 answers every request with 64 MiB would otherwise cost the run gigabytes read, parsed and kept, for hours. It counts
 as a failure toward GIVE_UP, so such a testee is declared unusable after three."""
+HEALTHY: Final = 16
+"""Answers after which an incarnation of the testee counts as working: until then, a stall or an overflow counts
+toward giving up whatever it answered before (a testee that answers `hello`, or one request, after each restart and
+then stalls would otherwise cost a full timeout per request until the restart limit: 520 s, measured)."""
+COSTLY: Final = frozenset({"testee-timeout", "testee-overflow"})
+"""The failures that cost the run a wait (a timeout) or a stream not read: counted across restarts."""
 MAX_RESTARTS: Final = 50
 """Restarts after which the testee is declared unusable: one that answers a few requests and then dies, every
 time, would otherwise be started again for every vector and every example."""
@@ -111,13 +118,18 @@ class Exchange:
     """One testee and the reference; shared by the vectors, the machine and the trace minimiser."""
 
     def __init__(self, connection: Connection, *, known: Callable[[Divergence], bool] = lambda found: False,
-                 window: int = WINDOW, deadline: float | None = None) -> None:
+                 window: int = WINDOW, deadline: float | None = None, capabilities: Capabilities | None = None) -> None:
         self.connection = connection
+        self.capabilities = capabilities or Capabilities.everything()
+        """What the testee declared (spec/10, "Capabilities"): a request needing anything else is not sent to it."""
+        self.not_applicable: collections.Counter[str] = collections.Counter()
+        """Requests not sent because they need what the testee does not declare, by what they need."""
+        self.needed: list[str] = []
+        """What the current case needed that the testee does not implement (undeclared, or answered unsupported by a
+        testee that lists no ops), in order: the case is not applicable (an optional op) or not judged (a core op)."""
         self.deadline = deadline
         """time.monotonic() of the run's end: past it, `send` raises RunOver."""
         self.max_restarts = MAX_RESTARTS
-        self.skipped: list[tuple[int, str]] = []
-        """The steps of the current case the testee answered `unsupported` for an optional op: (position, op)."""
         self.collecting = False
         """When set (the machine's search), a divergence of a new family is collected, not raised: the search goes on
         through the example's budget. After a divergence that leaves the sessions apart, the answers in flight are
@@ -146,10 +158,14 @@ class Exchange:
         self.case: str | None = None
         self.streak = 0
         """Testee failures since its last answer (see GIVE_UP)."""
+        self.stalls = 0
+        """Costly failures (COSTLY) since an incarnation last gave HEALTHY answers (see GIVE_UP)."""
+        self.answered = 0
+        """Answers the testee's current incarnation gave."""
 
     @property
     def gave_up(self) -> bool:
-        return self.streak >= GIVE_UP
+        return self.streak >= GIVE_UP or self.stalls >= GIVE_UP
 
     @property
     def past_deadline(self) -> bool:
@@ -159,7 +175,7 @@ class Exchange:
         """A new example (or vector, named `case`): nothing in flight, nothing diverged."""
         self.drain()
         self.trace = []
-        self.skipped = []
+        self.needed = []
         self.quiet = self.apart = self.resyncing = False
         self.source, self.case = source, case
 
@@ -174,6 +190,13 @@ class Exchange:
             raise RunOver("the run's deadline passed")
         if self.apart and self.collecting and op_of(request) != "create":
             self._resync()
+        need = self.capabilities.needs(request)
+        if need is not None:  # not sent: the testee does not declare what it needs (the reference still answers it)
+            self.not_applicable[need] += 1
+            self.needed.append(need)
+            if expected is None and (line := encodable(request)) is not None:
+                expected, _ = self.oracle.answer(line)
+            return expected if expected is not None else {"ok": True}
         line = encodable(request)
         if line is None:
             return {"ok": False, "error": {"kind": "json", "message": "JSON text cannot carry this request", "rule": None}}
@@ -190,10 +213,9 @@ class Exchange:
         try:
             self.connection.send(line)
         except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
-            self.streak += 1
             owed, owed_expected, _, trace, length, owed_breaches = self.pending.popleft()
             self.pending.clear()
-            self._settle(owed, owed_expected, failure.answer(), trace[:length], owed_breaches)
+            self._settle(owed, owed_expected, self._failed(failure.answer()), trace[:length], owed_breaches)
             return expected
         if len(self.pending) >= self.window:
             self._compare(self.window // 2)
@@ -213,22 +235,20 @@ class Exchange:
                 raw = self.connection.receive_raw()
             except TesteeFailure as failure:  # the testee is gone, and the answers in flight with it
                 self.pending.clear()
-                self.streak += 1
-                self._settle(request, expected, failure.answer(), trace[:length], breaches)
+                self._settle(request, expected, self._failed(failure.answer()), trace[:length], breaches)
                 continue
             reference = dumps(expected) if written is None else written
             if raw == reference:
-                self.streak = 0
+                self._answer_came()
                 continue
             if len(raw) > OVERSIZED_FACTOR * len(reference) + OVERSIZED_SLACK:
                 # Not read, and nor is anything after it: the process goes, as after a failure to answer.
                 self.pending.clear()
-                self.streak += 1
                 abandoned = self.connection.abandon("overflow", f"an answer of {len(raw):,} bytes where the "
                                                                 f"reference's has {len(reference):,}: not read")
-                self._settle(request, expected, abandoned.answer(), trace[:length], breaches)
+                self._settle(request, expected, self._failed(abandoned.answer()), trace[:length], breaches)
                 continue
-            self.streak = 0
+            self._answer_came()
             try:
                 actual = parse_answer(raw)
             except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
@@ -236,14 +256,33 @@ class Exchange:
             del raw
             self._settle(request, expected, actual, trace[:length], breaches)
 
+    def _answer_came(self) -> None:
+        self.streak = 0
+        self.answered += 1
+        if self.answered >= HEALTHY:
+            self.stalls = 0
+
+    def _failed(self, answer: Answer) -> Answer:
+        """Count a testee failure toward giving up (GIVE_UP, HEALTHY); its next incarnation starts from no answers."""
+        self.streak += 1
+        error = answer.get("error")
+        if isinstance(error, dict) and error.get("kind") in COSTLY:
+            self.stalls += 1
+        self.answered = 0
+        return answer
+
     def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any],
                 breaches: tuple[Breach, ...] = ()) -> None:
         op = op_of(request)
         if not self.connection.running and not self.quiet:
             self.connection.restart()
             self.quiet = True  # the new process has no session: nothing after this point can be compared
-        if skipped(op, actual):
-            self.skipped.append((len(trace), str(op)))
+        if unsupported(actual) and not unsupported(expected) and learnable(self.capabilities, op):
+            # A testee that lists no ops shows what it does not implement by answering so (PROTOCOL.2), never a
+            # divergence: from here on the op is not sent, and what needs it is not applicable.
+            assert op is not None
+            self.capabilities = self.capabilities.without(op)
+            self.needed.append(op)
             return
         self.unchecked.update(unchecked(expected, actual))
         why = differences(op, expected, actual)
@@ -251,6 +290,8 @@ class Exchange:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
                            trace, why, breaches=breaches)
+        if unsupported(actual) and not unsupported(expected) and self.capabilities.owes(op):
+            found.named, found.level = DECLARED, "required"  # SESSION-CONFORMANCE-PROTOCOL.9: declared, so owed
         if self.collecting:
             # Every family's first divergence, listed or not: what the search finds, and how it is minimized and
             # named, must not depend on the failure list (which changes the verdict, never the search).

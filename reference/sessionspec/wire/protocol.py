@@ -58,6 +58,10 @@ EVENT_LIST = define("SESSION-CONFORMANCE-PROTOCOL.5", K.ENVELOPE, "fold and repa
 EXTENSION = define("SESSION-CONFORMANCE-PROTOCOL.6", K.UNSUPPORTED,
                    "an extension key or value the testee does not offer is refused as unsupported, never ignored")
 LINE_BOUND = define("SESSION-CONFORMANCE-PROTOCOL.7", K.JSON, "a request line is at most 64 MiB")
+DECLARED = define("SESSION-CONFORMANCE-PROTOCOL.9", K.UNSUPPORTED,
+                  "what hello declares (an op, an extension, a storage backend) is implemented, never answered unsupported")
+ANSWER_KEYS = define("SESSION-CONFORMANCE-PROTOCOL.10", K.INTERNAL,
+                     "an answer carries exactly the keys spec/10 gives its op, and nothing else")
 ORDER = define("SESSION-CONFORMANCE-PROTOCOL.8", K.INTERNAL,
                "a rejected request other than an append or a create reports the first failing check in spec/10's order")
 

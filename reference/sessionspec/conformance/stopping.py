@@ -1,0 +1,87 @@
+"""How a conform run stops on a signal: as at its deadline, with the report of everything found so far.
+
+A CI job's own timeout ends a step with SIGTERM (then SIGKILL), a person with Ctrl-C (SIGINT), a
+closed terminal with SIGHUP. Each used to kill the run where it stood: no `--json`, no summary, and
+a testee that ignored SIGTERM left running. Now the first of them raises `Interrupted` where the
+run is (a KeyboardInterrupt, which Hypothesis lets leave a test at once without recording the
+example as a failure); the runner stops its phases, kills the testee's process group, and returns
+what it found; the report is written while further signals are only noted (`deferred_signals`), and
+the command exits 128 + the signal's number, as a shell reports a process a signal ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Final
+
+STOPS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked the run to stop; raised once, where the run is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+class _State:
+    received: int | None = None
+    """The first stopping signal this run received."""
+    raising = False
+    """Whether that signal raises `Interrupted` now (the run is going) or is only noted (the report is being written)."""
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    first = _State.received is None
+    if first:
+        _State.received = signum
+    if first and _State.raising:
+        raise Interrupted(signum)
+
+
+def received() -> int | None:
+    """The stopping signal the run received, if any (however late: during its report too)."""
+    return _State.received
+
+
+def note_signals() -> None:
+    """From the start of the process, a stopping signal is noted rather than fatal: the command's own imports take a
+    second or more, and a CI's timeout may come then; the run that follows stops at once and says so."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOPS:
+            signal.signal(signum, _handler)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP stop the run inside the block (`Interrupted`) instead of killing the process; the
+    handlers before it are restored after. A signal noted before the block (`note_signals`) stops the run as soon as it
+    starts (`runner.run` asks `received`). Only the main thread can take signals: elsewhere the block does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, _handler) for signum in STOPS}
+    _State.raising = True
+    try:
+        yield
+    finally:
+        _State.raising = False
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """A stopping signal inside the block is noted, not raised: the block (killing the testee, writing a report)
+    finishes. Outside `stop_on_signals` it changes nothing."""
+    raising, _State.raising = _State.raising, False
+    try:
+        yield
+    finally:
+        _State.raising = raising
