@@ -15,7 +15,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 SHIPPED = {"spec": ROOT / "spec", "vectors": ROOT / "spec" / "vectors", "schema": ROOT / "spec" / "schema",
-           "proofs": ROOT / "proofs"}
+           "proofs": ROOT / "proofs", "storage-vectors": ROOT / "spec" / "vectors" / "storage"}
 """Each directory's files (not its subdirectories: the chapters' folder holds the vectors and schemas, shipped apart)."""
 
 
@@ -29,7 +29,7 @@ class BuildWithSpecData(build_py):
                 shutil.rmtree(target)
             target.mkdir(parents=True)
             for path in sorted(source.iterdir()):
-                if path.is_file() and path.suffix in (".json", ".py", ".md"):
+                if path.is_file() and (path.suffix in (".json", ".py", ".md") or name == "storage-vectors"):
                     shutil.copy2(path, target / path.name)
 
 

@@ -9,15 +9,15 @@ ru_stime`, `ru_maxrss`; children included where they are waited for), in interle
 round runs every command once, in turn), so each ratio compares runs made under the same load;
 the median of the rounds is printed, with the rounds' spread.
 
-Three logs: the log `sessionspec bench --turns N --save` writes (clean: nothing to repair); the
+Four logs: the log `sessionspec bench --turns N --save` writes (clean: nothing to repair); the
 same cut after the first `tool/call` of its last turn (open: three closers, a tool/result among
 them); that cut with half of the next line after it (torn: a torn fragment to cut, and the
-same closers); and, with `--junk N` (default 1,000,000; 0 for none), that cut followed by N junk lines
-that name a turn/end without being one (issue 34: `turn/end`, no JSON at all, 9 bytes a line, and a
-tenth of them `"turn/end"`, a JSON string), each of which a reader must look at after the defect
-(SESSION-TORN-TAIL.2). `repair --write` runs on a fresh copy of the log every time. With `--before REV`,
-the tree of that git revision (its `reference/`, through `PYTHONPATH`) runs `repair` and `repair
---write` beside this one.
+same closers); and, with `--junk N` (default 1,000,000; 0 for none), the log's first turn cut
+after its first `tool/call`, followed by N junk lines that name a turn/end without being one
+(issue 34: `turn/end`, no JSON at all, 9 bytes a line, and a tenth of them `"turn/end"`, a JSON
+string), each of which a reader must look at after the defect (SESSION-TORN-TAIL.2). `repair
+--write` runs on a fresh copy of the log every time. With `--before REV`, the tree of that git
+revision (its `reference/`, through `PYTHONPATH`) runs `repair` and `repair --write` beside this one.
 
   python benchmarks/repair_speed.py [--log LOG.jsonl] [--turns 2000] [--rounds 5] [--junk N] [--before REV]
 """
@@ -102,14 +102,18 @@ def crashed(log: Path, folder: Path) -> tuple[Path, Path]:
     return opened, torn
 
 
-def junk(opened: Path, folder: Path, lines: int) -> Path:
-    """The open log followed by `lines` junk lines: nine in ten `turn/end` (no JSON), one in ten `"turn/end"`."""
+def junk(log: Path, folder: Path, lines: int) -> Path:
+    """The issue's junk log: the log's header and first turn up to its first tool/call (an open turn, a kilobyte),
+    then `lines` junk lines: nine in ten `turn/end` (no JSON, 9 bytes), one in ten `"turn/end"` (a JSON string)."""
     path = folder / "junk.jsonl"
-    shutil.copyfile(opened, path)
-    block = b"turn/end\n" * 9 + b'"turn/end"\n'
-    with open(path, "ab") as stream:
+    with open(log, "rb") as stream, open(path, "wb") as out:
+        for line in stream:
+            out.write(line)
+            if b'"type":"tool/call"' in line:
+                break
+        block = b"turn/end\n" * 9 + b'"turn/end"\n'
         for _ in range(lines // 10):
-            stream.write(block)
+            out.write(block)
     return path
 
 
@@ -141,7 +145,7 @@ def arguments(description: str, what: str, *, busy: bool = False) -> argparse.Na
     parser.add_argument("--before", metavar="REV", help=f"also run {what} of this git revision's tree, beside this one")
     if what == "repair":
         parser.add_argument("--junk", type=int, default=1_000_000,
-                            help="junk lines after the open log's cut, a log of its own (default 1,000,000; 0: none)")
+                            help="junk lines after an open first turn, a log of its own (default 1,000,000; 0: none)")
     if busy:
         parser.add_argument("--busy", type=int, default=0, help="busy loops running meanwhile: a load from other work")
     return parser.parse_args()
@@ -177,7 +181,7 @@ def main() -> None:
         clean = args.log or bench_log(folder, args.turns)
         logs = {"clean": clean, **dict(zip(("open", "torn"), crashed(clean, folder), strict=True))}
         if args.junk:
-            logs["junk"] = junk(logs["open"], folder, args.junk)
+            logs["junk"] = junk(clean, folder, args.junk)
         paths = sides(args.before, folder)
         table = cases(args.before is not None)
         costs: dict[tuple[str, str], list[Cost]] = {}

@@ -62,7 +62,8 @@ STAGES: dict[str, dict[str, list[str]]] = {
                     "tests/test_07_sqlite_faults.py", "tests/test_07_budget.py", "tests/test_07_files.py",
                     "tests/test_07_sqlite_files.py", "tests/test_07_large.py", "tests/test_07_refusals.py",
                     "tests/test_07_revision.py", "tests/test_07_deep.py", "tests/test_07_edges.py",
-                    "tests/test_07_exact_bounds.py"],
+                    "tests/test_07_exact_bounds.py", "tests/test_07_storedlog.py", "tests/test_07_symmetry.py",
+                    "tests/test_07_teeth.py"],
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }

@@ -53,6 +53,7 @@ from sessionspec.wire.divergence import divergence
 from sessionspec.wire.executor import Executor
 from sessionspec.wire.protocol import dumps, loads
 from sessionspec.wire.serve import answer_line, serve
+from sessionspec.wire.storageops import StorageOps
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "spec"
@@ -252,6 +253,10 @@ def namespace(side: str, files: Files) -> dict[str, Any]:
         return names["s"].append("user/message", builders.compaction_summary("summary", "the summary"),
                                  surface_op=builders.replace_op(start, end), source_event_seqs=sources)
 
+    def declare_storage(*backends: str) -> None:
+        """The executor answers the storage ops for `backends`, as a testee whose hello declares them."""
+        executor.storage = StorageOps(backends, create_session)
+
     def serve_lines(data: bytes) -> list[Any]:
         """The answers of the testee loop to the request lines `data` holds."""
         out = io.BytesIO()
@@ -268,7 +273,7 @@ def namespace(side: str, files: Files) -> dict[str, Any]:
         fold_request_context=fold_request_context, encode_segment=encode_segment, project_key=project_key,
         s=executor.session, sent=[], create=create, append_user=append_user, compact=compact,
         json_equal=json_equal, reduce=reduce, differences=differences, divergence=divergence, Capabilities=Capabilities,
-        family=lambda found: found.family, log=log, plain=plain, serve_lines=serve_lines, send=send, line=line,
+        family=lambda found: found.family, log=log, plain=plain, serve_lines=serve_lines, declare_storage=declare_storage, send=send, line=line,
         append=lambda *args, **kwargs: names["s"].append(*args, **kwargs),
         Session=SimpleNamespace(create=create_session), executor=executor,
         text_file=files.text, jsonl=files.jsonl, fixture=files.fixture, path=files.path, saved=files.saved,

@@ -1,4 +1,4 @@
-"""`conform --smoke` (spec/10, SESSION-CONFORMANCE-PROTOCOL.1/.2/.9/.11/.12): adapters with one plumbing fault each.
+"""`conform --smoke` (spec/10, SESSION-CONFORMANCE-PROTOCOL.1/.2/.9/.15/.16): adapters with one plumbing fault each.
 
 Each adapter below is the live store behind the one executor with one fault of the adapter's layer
 planted on its way out: the smoke run must name the protocol rule it breaks, say it is the adapter's,
@@ -62,13 +62,13 @@ for line in sys.stdin.buffer:
     print(json.dumps(answer), flush=True)
 """
 FAULTS = {
-    "pretty": "SESSION-CONFORMANCE-PROTOCOL.12",
-    "no-profile": "SESSION-CONFORMANCE-PROTOCOL.11",
+    "pretty": "SESSION-CONFORMANCE-PROTOCOL.16",
+    "no-profile": "SESSION-CONFORMANCE-PROTOCOL.15",
     "declares-fold": "SESSION-CONFORMANCE-PROTOCOL.9",
     "accepts-anything": "SESSION-CONFORMANCE-PROTOCOL.2",
-    "no-event": "SESSION-CONFORMANCE-PROTOCOL.12",
-    "bad-kind": "SESSION-CONFORMANCE-PROTOCOL.12",
-    "twice": "SESSION-CONFORMANCE-PROTOCOL.12",
+    "no-event": "SESSION-CONFORMANCE-PROTOCOL.16",
+    "bad-kind": "SESSION-CONFORMANCE-PROTOCOL.16",
+    "twice": "SESSION-CONFORMANCE-PROTOCOL.16",
     "undeclared-answered": "SESSION-CONFORMANCE-PROTOCOL.2",
 }
 """Each planted fault and the protocol rule its smoke run must name."""

@@ -52,7 +52,7 @@ def test_with_a_baseline_only_what_is_new_fails(tmp_path: Path) -> None:
 
 def test_an_adapter_that_fails_the_smoke_check_stops_the_step(tmp_path: Path) -> None:
     done = action(tmp_path, f"{sys.executable} -c \"print('hello')\"", json=str(tmp_path / "r.json"))
-    assert done.returncode == 1 and "SESSION-CONFORMANCE-PROTOCOL.12" in done.stdout
+    assert done.returncode == 1 and "SESSION-CONFORMANCE-PROTOCOL.16" in done.stdout
     assert not (tmp_path / "r.json").exists(), "conform does not run after a smoke finding"
     assert action(tmp_path, "exit 0").returncode == 2
     assert action(tmp_path, "").returncode == 2

@@ -58,6 +58,16 @@ def test_hypothesis_profile_in_the_environment_and_every_target_collected(tmp_pa
         assert target in done.stdout, target
 
 
+def test_the_nightly_profile_is_randomized_even_where_ci_is_set() -> None:
+    """Where $CI is set, Hypothesis's default is its own derandomized `ci` profile, which a profile inherits;
+    `hypothesis fuzz` then collects nothing ("sets_derandomize"), as the project's CI once showed."""
+    script = ("from hypothesis import settings; from sessionspec.testing import profiles; profiles.load('nightly'); "
+              "print(settings.default.derandomize)")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "CI": "true"}, capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert done.stdout.strip() == "False", done.stdout + done.stderr
+
+
 def test_any_other_run_keeps_its_own_profiles(tmp_path: Path) -> None:
     """Installing sessionspec changes nothing for another project's suite: Hypothesis's `ci` stays Hypothesis's."""
     (tmp_path / "test_other.py").write_text(

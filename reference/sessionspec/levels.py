@@ -146,6 +146,9 @@ FAMILIES: dict[str, Ground] = {
                                              "its result); the seeds define no such rule"),
     "SESSION-CONFORMANCE-PROTOCOL": Ground(R, "the protocol's contract (spec/10): a testee that breaks it cannot be "
                                               "compared with the reference at all"),
+    "SESSION-CONFORMANCE-STORAGE": Ground(R, "the protocol's storage capability (spec/10): a log one implementation "
+                                             "writes must load to the same events in every other, which holds only "
+                                             "when each reads and writes as the reference does"),
 }
 """Each family's ground; RULES below refine single rules."""
 
@@ -215,6 +218,9 @@ RULES: dict[str, Ground] = {
                                                   "a repair; spec/10's order (an x- key the op does not take, the "
                                                   "request's shape, then its events as seed entries) makes the kind of "
                                                   "a rejection comparable"),
+    "SESSION-CONFORMANCE-STORAGE.3": Ground(REC, "decision: SESSION-STORAGE-WRITE.2 across the process boundary: an "
+                                                 "append answered ok and then lost to a crash is data loss no reader "
+                                                 "can detect"),
     "SESSION-LEGACY-UPGRADE.5": Ground(REC, "decision: every upgrade a load applies is reported, so a reader knows "
                                             "what it did not read verbatim"),
     "SESSION-LEGACY-UPGRADE.6": Ground(REC, "decision 1 extended: append and seed refuse what a load would upgrade "

@@ -15,7 +15,8 @@ PACKAGE: Final = Path(__file__).resolve().parent
 CHECKOUT: Final = PACKAGE.parents[1]
 """The repository a source tree of the package sits in (reference/sessionspec -> the top)."""
 IN_CHECKOUT: Final = {"spec": CHECKOUT / "spec", "vectors": CHECKOUT / "spec" / "vectors",
-                      "schema": CHECKOUT / "spec" / "schema", "proofs": CHECKOUT / "proofs"}
+                      "schema": CHECKOUT / "spec" / "schema", "proofs": CHECKOUT / "proofs",
+                      "storage-vectors": CHECKOUT / "spec" / "vectors" / "storage"}
 
 
 def shipped(name: str) -> Path:

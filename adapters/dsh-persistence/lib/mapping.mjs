@@ -55,11 +55,11 @@ export const MESSAGES = [
   { pattern: /^session event batch is not losslessly JSON-serializable/, kind: "json", rule: null },
   { pattern: /^session metadata must be losslessly JSON-serializable$/, kind: "json", rule: null },
   { pattern: /^session metadata createdAt must be a non-negative safe integer$/, kind: "header", rule: "SESSION-FORMAT-HEADER.4" },
-  // Publication never overwrites (materializePosix: hard link); spec/10 answers it as header (PROTOCOL.12).
-  { pattern: /^refusing to materialize "[^]*": a log already exists on disk/, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.12" },
-  { pattern: /^session "[^]*" already has a persisted log on disk; load\/resume it instead of creating$/, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.12" },
-  // No log at the path: nothing to read a header from (spec/10, PROTOCOL.11).
-  { pattern: /^session "[^]*" not found$/, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.11" },
+  // Publication never overwrites (materializePosix: hard link); spec/10 answers it as header (PROTOCOL.14).
+  { pattern: /^refusing to materialize "[^]*": a log already exists on disk/, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.14" },
+  { pattern: /^session "[^]*" already has a persisted log on disk; load\/resume it instead of creating$/, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.14" },
+  // No log at the path: nothing to read a header from (spec/10, PROTOCOL.13).
+  { pattern: /^session "[^]*" not found$/, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.13" },
   // SQLite 0.0.1-rc.1 (schema 14; schema.ts configureDatabase, scanRows).
   { pattern: /^session database at "[^]*" has schema version \d+, incompatible with this build \(14\)$/, kind: "version", rule: "SESSION-SQLITE-SCHEMA.1" },
   { pattern: /^session database at "[^]*" has application id -?\d+, expected 1146308688$/, kind: "version", rule: "SESSION-SQLITE-SCHEMA.2" },

@@ -56,9 +56,9 @@ function refuse(kind, rule, message) {
   throw new ProtocolRefusal(kind, rule, message);
 }
 
-/** SESSION-CONFORMANCE-PROTOCOL.12: the upstream's log is published by link(2), which never replaces. */
+/** SESSION-CONFORMANCE-PROTOCOL.14: the upstream's log is published by link(2), which never replaces. */
 function exists(path) {
-  return failure("header", `SESSION-CONFORMANCE-PROTOCOL.12: ${path} exists: link(2) never replaces a log`, "SESSION-CONFORMANCE-PROTOCOL.12");
+  return failure("header", `SESSION-CONFORMANCE-PROTOCOL.14: ${path} exists: link(2) never replaces a log`, "SESSION-CONFORMANCE-PROTOCOL.14");
 }
 
 function storageFailure(error, format) {
@@ -222,7 +222,7 @@ export class StorageExecutor extends Executor {
 
   declared(format) {
     if (!this.formats.includes(format)) {
-      refuse("unsupported", "SESSION-CONFORMANCE-PROTOCOL.10", `backend ${JSON.stringify(format)} is not declared (storage: ${JSON.stringify(this.formats)})`);
+      refuse("unsupported", "SESSION-CONFORMANCE-PROTOCOL.12", `backend ${JSON.stringify(format)} is not declared (storage: ${JSON.stringify(this.formats)})`);
     }
   }
 
@@ -231,8 +231,8 @@ export class StorageExecutor extends Executor {
     const format = await detectFormat(request.path);
     this.declared(format);
     if (format === "sqlite" && !existsSync(request.path)) {
-      // SESSION-CONFORMANCE-PROTOCOL.11: the upstream's backend would create an empty database at the path.
-      return failure("header", `SESSION-CONFORMANCE-PROTOCOL.11: ${request.path}: no such file (the upstream's SQLite backend would create a database there)`, "SESSION-CONFORMANCE-PROTOCOL.11");
+      // SESSION-CONFORMANCE-PROTOCOL.13: the upstream's backend would create an empty database at the path.
+      return failure("header", `SESSION-CONFORMANCE-PROTOCOL.13: ${request.path}: no such file (the upstream's SQLite backend would create a database there)`, "SESSION-CONFORMANCE-PROTOCOL.13");
     }
     if (!await isRegularFile(request.path)) {
       return failure("internal", `${request.path}: not a regular file; the upstream reads a log with readFile/DatabaseSync, which would block or fail on it`, null);
@@ -250,7 +250,7 @@ export class StorageExecutor extends Executor {
         const identity = await peekIdentity(request.path, format);
         if (request.session !== null) identity.id = request.session;
         // A missing file is not linked: the backend is asked for the session all the same and
-        // answers that it is not there (SESSION-CONFORMANCE-PROTOCOL.11).
+        // answers that it is not there (SESSION-CONFORMANCE-PROTOCOL.13).
         if (existsSync(request.path)) await linkIn(handle.backend, request.path, identity);
         id = identity.id;
       }

@@ -37,7 +37,7 @@ test("a backend not declared is unsupported, for every storage op", async () => 
       { op: "attach", path: files.path("b.sqlite"), backend: "sqlite" },
       { op: "save", path: files.path("c.log"), backend: "csv" },
     ]);
-    for (const answer of answers.slice(-3)) assert.deepEqual(refusal(answer), { ok: false, kind: "unsupported", rule: P(10) });
+    for (const answer of answers.slice(-3)) assert.deepEqual(refusal(answer), { ok: false, kind: "unsupported", rule: P(12) });
   } finally {
     files.done();
   }

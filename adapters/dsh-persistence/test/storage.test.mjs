@@ -54,7 +54,7 @@ test("save never replaces a file, and a session without events is not written", 
     ]);
     assert.deepEqual(refusal(answers[1]), { ok: false, kind: "internal", rule: null });
     assert.ok(!existsSync(files.path("empty.jsonl")));
-    assert.deepEqual(refusal(answers.at(-1)), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.12" });
+    assert.deepEqual(refusal(answers.at(-1)), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.14" });
     assert.equal(readFileSync(path, "utf8"), "keep\n");
   } finally {
     files.done();
@@ -89,7 +89,7 @@ test("attach of a session without events: the log appears at the first append, b
       CREATE, { op: "attach", path: taken, backend: "jsonl" }, { op: "attach", path, backend: "jsonl.zstd" },
       { op: "snapshot" }, ...turn(0),
     ]);
-    assert.deepEqual(refusal(answers[1]), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.12" });
+    assert.deepEqual(refusal(answers[1]), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.14" });
     assert.ok(answers.slice(2).every((answer) => answer.ok));
     const records = lines(zstdDecompressSync(readFileSync(path)).toString("utf8"));
     assert.deepEqual(records.map((record) => record.type), ["session", "turn/start", "user/message", "step/start"]);
@@ -167,7 +167,7 @@ test("refusals: a defect before a turn/end (its file line), another version, an 
   }
 });
 
-test("no file at the path is a header refusal (PROTOCOL.11), and the upstream's SQLite creates nothing there", async () => {
+test("no file at the path is a header refusal (PROTOCOL.13), and the upstream's SQLite creates nothing there", async () => {
   const files = scratch();
   try {
     const { answers } = await exchange([
@@ -175,7 +175,7 @@ test("no file at the path is a header refusal (PROTOCOL.11), and the upstream's 
       { op: "repair-file", path: files.path("missing.jsonl.zstd"), session: null },
       { op: "load", path: files.path("missing.sqlite"), session: null },
     ], { args: ["--with-sqlite"] });
-    for (const answer of answers) assert.deepEqual(refusal(answer), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.11" });
+    for (const answer of answers) assert.deepEqual(refusal(answer), { ok: false, kind: "header", rule: "SESSION-CONFORMANCE-PROTOCOL.13" });
     assert.deepEqual(readdirSync(files.dir), []);
   } finally {
     files.done();

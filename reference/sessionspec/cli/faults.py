@@ -101,7 +101,7 @@ def reason(error: BaseException, subject: str | None) -> str:
         text, what = str(error) or name, None
     if what is None:
         what = STDOUT if isinstance(error, BrokenPipeError) else subject
-    where = f"{os.fsdecode(what)}: " if what is not None else ""
+    where = "" if what is None else f"{os.fsdecode(what) if isinstance(what, str | bytes) else what}: "
     return " ".join(f"sessionspec: {where}{text} ({name})".split())
 
 
@@ -109,8 +109,9 @@ def report(error: BaseException, subject: str | None) -> int:
     """The reason on standard error (if that can still be written), standard output made harmless; returns FAULT."""
     line = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in reason(error, subject))
     silence(sys.stdout)
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        print(line, file=sys.stderr, flush=True)
+    if sys.stderr is not None:  # a closed one: the exit code says it alone
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print(line, file=sys.stderr, flush=True)
     return FAULT
 
 

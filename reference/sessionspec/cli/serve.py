@@ -3,6 +3,8 @@
 One JSON request per line in, one JSON answer per line out, in order, until EOF. Every line gets
 exactly one answer, whatever it holds (spec/10-conformance.md). Use it as the testee of
 `sessionspec conform`, or to try the protocol by hand. Only the implementation named is loaded.
+Every implementation declares the storage capability for the three backends (spec/10, "Storage
+capability"); a storage backend is loaded only when a storage op first needs it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sessionspec.cli.words import HelpFormatter
 from sessionspec.testing import implementations
 from sessionspec.wire.executor import Executor
 from sessionspec.wire.serve import serve
+from sessionspec.wire.storageops import BACKENDS
 
 EPILOG = """examples:
   sessionspec conform -- sessionspec serve --impl live
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"sessionspec serve: {error.args[0]}", file=sys.stderr)
         return 2
     try:
-        serve(Executor(create, args.impl), sys.stdin.buffer, sys.stdout.buffer)
+        serve(Executor(create, args.impl, storage=BACKENDS), sys.stdin.buffer, sys.stdout.buffer)
     except BrokenPipeError:
         # The runner closed its end: the session is over, as at EOF (SCP v0), not a fault of the machine.
         faults.silence(sys.stdout)

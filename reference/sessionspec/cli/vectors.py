@@ -3,7 +3,8 @@
 A vector is a language-neutral test case (spec/10-conformance.md, "Vectors"): requests, the
 reference's answer to each, and the final snapshot. They are never written by hand: `generate`
 runs every case of `sessionspec.conformance.cases` through the executor over the model and writes
-spec/vectors; `check` regenerates them in memory and fails (exit 1) when a committed file is
+spec/vectors, and every storage case (`sessionspec.conformance.storagevectors`: a stored log and the
+reference's load answer) to spec/vectors/storage; `check` regenerates them in memory and fails (exit 1) when a committed file is
 stale, missing or extra, or when a rule the protocol can reach has no rejecting or no accepting
 vector. Installed from a wheel, `check` checks the vectors the package carries.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from sessionspec.cli import COMMANDS
 from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import vectors
+from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 
 EPILOG = """examples:
   sessionspec vectors check
@@ -37,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
     directory = args.dir or vectors.DEFAULT_DIR
     if args.action == "generate":
         paths = vectors.write(directory)
-        print(f"wrote {plural(len(paths), 'vector')} to {directory}")
+        stored = storage_vectors.write(directory / "storage")
+        print(f"wrote {plural(len(paths), 'vector')} and {plural(len(stored), 'storage vector')} to {directory}")
         problems = vectors.coverage_problems(vectors.load(directory))
+        problems += storage_vectors.coverage_problems(storage_vectors.load(directory / "storage"))
     else:
-        problems = vectors.check(directory)
+        problems = vectors.check(directory) + storage_vectors.check(directory / "storage")
     for problem in problems:
         print(f"vectors: {problem}", file=sys.stderr)
     if args.action == "check" and not problems:

@@ -18,11 +18,10 @@ from typing import Any, Final
 
 from sessionspec.conformance.failures import Verdict
 from sessionspec.conformance.runner import Result, broken
+from sessionspec.wire.capabilities import NOT_APPLICABLE as NOT_APPLICABLE
 from sessionspec.wire.divergence import Divergence
 
 PASSED, SKIPPED, EXPECTED, FAILED = "passed", "skipped", "expected failure", "unexpected failure"
-NOT_APPLICABLE: Final = "not applicable"
-"""A case that needs what the testee does not declare (spec/10, "Capabilities"): the fifth number."""
 FLAKY: Final = "flaky"
 """A family that did not show on every replay (`--verify`): its own count, neither passing nor failing."""
 STATUSES: Final = (PASSED, SKIPPED, NOT_APPLICABLE, EXPECTED, FAILED, FLAKY)

@@ -25,8 +25,9 @@ from sessionspec.conformance.minimize import aftermath
 from sessionspec.conformance.search import collector_for_a_search, search
 from sessionspec.conformance.selection import Selection
 from sessionspec.conformance.stopping import Interrupted, deferred_signals, received
+from sessionspec.conformance.storagephase import Settings, run_phase
 from sessionspec.conformance.verify import Flaky, verify
-from sessionspec.wire.capabilities import CORE_OPS, Capabilities
+from sessionspec.wire.capabilities import CORE_OPS, NOT_APPLICABLE, Capabilities
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
 from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
@@ -36,8 +37,6 @@ from sessionspec.wire.trace import Trace, fresh_directory, write_trace
 from sessionspec.wire.verdict import breaches_from_json
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
-NOT_APPLICABLE: Final = "not applicable"
-"""A case that needs what the testee does not declare (spec/10, "Capabilities"): neither passed nor failed."""
 DEADLINE: Final = 1800.0
 """The run's own deadline, in seconds, when none is given: far beyond what a default run takes (about a minute),
 so a CI never needs to set it, and short enough that a testee that stalls cannot hold a CI slot for its hours."""
@@ -76,6 +75,8 @@ class Options:
     """`--seed S`: the machine's round N is generated from seed S + N, so N machines with N seeds search apart."""
     shard: tuple[int, int] | None = None
     """`--shard I/N`: this run is part I of N (vectors by index, the machine's rounds by number); `merge` joins them."""
+    storage: bool = True
+    """Whether the storage phase runs (spec/10, "Storage capability") when the testee's hello declares storage."""
 
 
 @dataclass
@@ -128,6 +129,8 @@ class Result:
     def complete(self) -> bool:
         """Whether the run did all it set out to: no stop, no crash, nothing left out (a replay, --examples 0)."""
         return not self.partial and self.stopped is None and self.crash is None
+    storage_seconds: float = 0.0
+    """How long the storage phase took (its vectors, the save check and the crash trial)."""
 
     @property
     def passed(self) -> int:
@@ -226,6 +229,21 @@ def _not_run(vectors: list[dict[str, Any]], result: Result) -> None:
                           for v in vectors)
 
 
+def _run_storage(exchange: Exchange, options: Options, result: Result, progress: Progress | None) -> None:
+    """The storage phase after the SCP vectors: its cases are counted as vectors are (`conformance.storagephase`)."""
+    if options.skip_vectors or not options.storage or result.stopped is not None:
+        return
+    assert result.traces is not None
+    started = time.perf_counter()
+    settings = Settings(options.vectors_dir / "storage", result.traces / "storage", options.command, options.timeout,
+                        large=options.profile in ("ci", "nightly"))
+    checked = run_phase(exchange, result.testee, settings, progress)
+    result.vectors.extend(VectorOutcome(c.id, c.status, c.seconds, c.divergence, c.reason, c.rules, c.level)
+                          for c in checked)
+    result.divergences.extend(c.divergence for c in checked if c.divergence is not None)
+    result.storage_seconds = time.perf_counter() - started
+
+
 def _unusable(exchange: Exchange) -> str | None:
     """Why the testee is declared unusable, if it is: it keeps failing, or keeps having to be restarted."""
     if exchange.streak >= GIVE_UP:
@@ -320,6 +338,7 @@ def _phases(exchange: Exchange, options: Options, result: Result, trace: Trace |
         result.partial = True
         return
     _run_vectors(exchange, options, result, progress)
+    _run_storage(exchange, options, result, progress)
     if (options.examples == 0 and options.profile is None) or result.stopped is not None or not options.selection.machine():
         result.partial = True
         return

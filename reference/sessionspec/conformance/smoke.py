@@ -5,12 +5,12 @@ pretty-printed answer, an error with no kind, an op it declares and forgot to wi
 against such an adapter buries the one plumbing fault under hundreds of divergences of the
 implementation. So the smoke run sends a few requests and checks the protocol alone:
 
-- `hello` answers its fields (SESSION-CONFORMANCE-PROTOCOL.11);
+- `hello` answers its fields (SESSION-CONFORMANCE-PROTOCOL.15);
 - every op `hello` declares (or, when it declares none, the core ops) is answered, not refused
   as `unsupported` (.9), with an answer valid against `spec/schema/answer.schema.json` that
-  carries its op's fields (.12); an op `hello`'s list leaves out is refused as `unsupported` (.2),
+  carries its op's fields (.16); an op `hello`'s list leaves out is refused as `unsupported` (.2),
   so a starter adapter of `hello`, `create` and `append` passes;
-- a pipeline of requests sent at once gets one answer a line, each to its request, in order (.12);
+- a pipeline of requests sent at once gets one answer a line, each to its request, in order (.16);
 - a line that is not a request is refused as `json` (.1) and an unknown op as `unsupported` (.2).
 
 What the implementation accepts or rejects is not judged here (that is `conform`'s job): every
@@ -30,7 +30,7 @@ from sessionspec.wire.client import Connection, TesteeFailure, parse_answer
 from sessionspec.wire.compare import describe
 from sessionspec.wire.protocol import OPS, OPTIONAL_OPS, Answer
 
-HELLO, ANSWERS = "SESSION-CONFORMANCE-PROTOCOL.11", "SESSION-CONFORMANCE-PROTOCOL.12"
+HELLO, ANSWERS = "SESSION-CONFORMANCE-PROTOCOL.15", "SESSION-CONFORMANCE-PROTOCOL.16"
 DECLARED = "SESSION-CONFORMANCE-PROTOCOL.9"
 NOT_A_REQUEST, UNSUPPORTED = "SESSION-CONFORMANCE-PROTOCOL.1", "SESSION-CONFORMANCE-PROTOCOL.2"
 PROFILE: Final = "scp-0"

@@ -59,6 +59,13 @@ EXCLUDED_RULES: Final = {
                                       "everything); tests/test_10_capabilities.py breaks it",
     "SESSION-APPEND-COMMIT.2": "vetoes come from in-process validators",
     "SESSION-APPEND-COMMIT.4": "reentrancy needs an in-process validator or observer",
+    "SESSION-CONFORMANCE-PROTOCOL.11": "a storage op names a file, which a language-neutral SCP vector cannot carry; "
+                                      "tests/test_10_storage_protocol.py and the storage phase send them",
+    "SESSION-CONFORMANCE-PROTOCOL.12": "answered only by a testee that declares some storage and not another; "
+                                       "tests/test_10_storage_protocol.py",
+    "SESSION-CONFORMANCE-PROTOCOL.13": "a storage op names a file: the storage vectors (spec/vectors/storage) carry "
+                                       "the file that is no log",
+    "SESSION-CONFORMANCE-PROTOCOL.14": "a save writes a file; the storage phase's save check sends it",
     "SESSION-LEGACY-UPGRADE.1": "raised only when loading legacy stored files (.6, its writer's side, is reachable)",
     "SESSION-LEGACY-UPGRADE.2": "raised only when loading legacy stored files (.6, its writer's side, is reachable)",
     "SESSION-LEGACY-UPGRADE.3": "raised only when loading legacy stored files (.6, its writer's side, is reachable)",

@@ -10,6 +10,7 @@ stored (no end-seed marker: resuming adds it through seeding, never loading).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -180,6 +181,15 @@ def may_hold_turn_end(raw: bytes) -> bool:
     """Whether one stored line could be a record holding a `turn/end`: it must also be a JSON object, whose text starts
     with `{` after whitespace (a line that is no JSON at all, or another value, is passed over unparsed)."""
     return raw.lstrip()[:1] == b"{" and may_end_turn(raw)
+
+
+_OBJECT_LINE = re.compile(rb"(?:\A|\n)[ \t\r\x0b\x0c]*\{")
+"""A line of a block whose first byte after whitespace (as `bytes.lstrip` strips it) is `{`."""
+
+
+def block_may_end_turn(block: bytes) -> bool:
+    """Whether some line of a block of lines could hold a `turn/end` (`may_hold_turn_end` of a line, for them all)."""
+    return may_end_turn(block) and b"{" in block and _OBJECT_LINE.search(block) is not None
 
 
 @dataclass

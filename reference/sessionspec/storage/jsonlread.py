@@ -34,9 +34,9 @@ from sessionspec.storage.gate import (
     RECORD_SIZE,
     Scanner,
     TornTail,
+    block_may_end_turn,
     header_from_record,
     located,
-    may_end_turn,
     may_hold_turn_end,
     refuse,
 )
@@ -244,7 +244,7 @@ def block_records(blocks: Iterator[tuple[bytes | Stopped, Surveyed]], scanner: S
     for chunk, surveyed in blocks:
         if isinstance(chunk, Stopped):
             raise chunk.refusal(scanner.path, line + 1)
-        if scanner.pending is not None and not may_end_turn(chunk):
+        if scanner.pending is not None and not block_may_end_turn(chunk):
             # SESSION-TORN-TAIL.2: after a defect only a later turn/end matters, and this block can hold none.
             line += chunk.count(b"\n") + 1
             offset += len(chunk) + 1

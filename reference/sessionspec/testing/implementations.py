@@ -20,6 +20,8 @@ SessionFactory = Callable[..., Any]
 """`create(session_id, seed=None, header=None, *, clock=..., validators=(), observers=())`."""
 
 PLANTED_MODULE: Final = "sessionspec.testing.planted"
+STORAGE_PLANTED_MODULE: Final = "sessionspec.testing.planted_storage"
+"""The planted storage bugs (a reader or writer wrong in one way), named `planted:<name>` like the session bugs."""
 BUILT_IN: Final = {"model": "sessionspec.model", "live": "sessionspec.live"}
 """Each built-in implementation's module; its `Session.create` is the factory."""
 VARIANTS: Final = {"planted:seeds-only": ("sessionspec.testing.seedsonly", "SeedsOnly")}
@@ -28,7 +30,8 @@ self-test: it must get no required divergence)."""
 
 
 def _planted() -> dict[str, Any]:
-    planted: dict[str, Any] = importlib.import_module(PLANTED_MODULE).PLANTED
+    planted: dict[str, Any] = {**importlib.import_module(PLANTED_MODULE).PLANTED,
+                               **importlib.import_module(STORAGE_PLANTED_MODULE).STORAGE_PLANTED}
     return planted
 
 

@@ -101,6 +101,9 @@ def register() -> None:
     )
     settings.register_profile(
         "nightly",
+        # Hypothesis loads its own derandomized `ci` profile as the default where $CI is set, and a profile
+        # inherits the default: a nightly run (or `hypothesis fuzz`, which refuses derandomized tests) says so.
+        derandomize=False,
         max_examples=10_000,
         stateful_step_count=100,
         deadline=None,

@@ -21,20 +21,19 @@ from typing import Any, Final
 
 from sessionspec.wire.compare import op_of
 from sessionspec.wire.protocol import DECLARED, HOOK_VALUES, HOOKS, INPROCESS, OPS, Answer
+from sessionspec.wire.storageops import BACKENDS, STORAGE_OPS
 
+NOT_APPLICABLE: Final = "not applicable"
+"""The status of a case that needs what the testee does not declare: neither passed nor failed (the runner, the
+storage phase and the report share it)."""
 CORE_OPS: Final = ("hello", "create", "append", "snapshot")
 """The ops every testee implements: nothing can be compared without them (spec/10, "Capabilities")."""
 SCP0_OPS: Final = frozenset(OPS)
 """What a hello without `ops` is read as declaring: the six ops SCP v0 was fixed with."""
 INPROCESS_OPS: Final = frozenset({"x-rebuild", "x-mutate", "x-append"})
-STORAGE_OPS: Final = frozenset({"load", "save", "attach", "repair-file"})
-"""The storage capability's ops (spec/10, "Storage capability"): sent only to a testee that declares a backend."""
-BACKENDS: Final = ("jsonl", "jsonl.zstd", "sqlite")
-"""The storage backends a testee may declare: `sessionspec.storage.formats.FORMATS` (a test holds them equal; the
-protocol does not import the storage package)."""
 
 
-__all__ = ["BACKENDS", "CORE_OPS", "DECLARED", "STORAGE_OPS", "Capabilities", "learnable"]
+__all__ = ["BACKENDS", "CORE_OPS", "DECLARED", "NOT_APPLICABLE", "STORAGE_OPS", "Capabilities", "learnable"]
 
 
 def learnable(capabilities: Capabilities, op: str | None) -> bool:

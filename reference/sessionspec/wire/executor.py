@@ -46,6 +46,7 @@ from sessionspec.wire.protocol import (
     Answer,
     error_answer,
 )
+from sessionspec.wire.storageops import STORAGE_OPS, StorageOps
 from sessionspec.wire.trace import untag
 
 Factory = Callable[..., Any]
@@ -60,10 +61,13 @@ def event_json(event: Any) -> Any:
 class Executor:
     """The protocol over one implementation: holds the current session and answers one request at a time."""
 
-    def __init__(self, factory: Factory, name: str = "model", *, extensions: tuple[str, ...] = (HOOKS, INPROCESS)) -> None:
+    def __init__(self, factory: Factory, name: str = "model", *, extensions: tuple[str, ...] = (HOOKS, INPROCESS),
+                 storage: tuple[str, ...] = ()) -> None:
         self.factory = factory
         self.name = name
         self.extensions = extensions
+        self.storage = StorageOps(storage, factory)
+        """The storage capability (spec/10): the backends `hello` declares, and the log the session is attached to."""
         self.session: Any = None
         self.candidate: Any = None
         """The candidate the last armed validator saw (its JSON), for the answer's `x-candidate`."""
@@ -129,6 +133,7 @@ class Executor:
               "a request is a JSON object with a string op")
         op = request["op"]
         if op == "create":
+            self.storage.detach()
             # SESSION-CONFORMANCE-PROTOCOL.3: a rejected create leaves no session, whatever refuses it (its x- keys and
             # its own shape included); a session kept from before would make what follows depend on history.
             self.session = None
@@ -156,8 +161,12 @@ class Executor:
         return key == "x-messages" and op == "snapshot" and INPROCESS in self.extensions
 
     def hello(self, request: Mapping[str, Any]) -> Answer:
-        return {"ok": True, "implementation": f"sessionspec-{self.name}", "version": __version__, "profile": "scp-0",
-                "protocol": PROTOCOL_VERSION, "ops": list(OPS), "extensions": list(self.extensions)}
+        answer: Answer = {"ok": True, "implementation": f"sessionspec-{self.name}", "version": __version__,
+                          "profile": "scp-0", "protocol": PROTOCOL_VERSION, "ops": list(OPS), "extensions": list(self.extensions)}
+        if self.storage.backends:
+            answer["ops"].extend(STORAGE_OPS)
+            answer["storage"] = list(self.storage.backends)
+        return answer
 
     def create(self, request: Mapping[str, Any]) -> Answer:
         # SESSION-CONFORMANCE-PROTOCOL.4: the three keys are always sent, so a misspelt one is caught.
@@ -167,6 +176,7 @@ class Executor:
               "create carries id, seed and header (null when absent)")
         self._now = START_TIME
         self._json.clear()
+        self.storage.detach()
         self.session = self.factory(request["id"], request["seed"], request["header"], clock=self.clock,
                                     validators=[self._validator], observers=[self._observer])
         return {"ok": True, "firstLiveSeq": self.session.first_live_seq, "seq": self.session.seq}
@@ -202,6 +212,8 @@ class Executor:
             event = session.append_request(body)
         except SpecViolation as violation:
             return self._with_hooks(error_answer(violation), failures)
+        # SESSION-CONFORMANCE-STORAGE.3: an attached session's event is durable before its append is answered.
+        self.storage.persist(event)
         if self._hooks.get("x-mutate-input") and isinstance(body.get("data"), (dict, list)):
             mutate_everywhere(body["data"])  # SESSION-IMMUTABILITY.3: the caller's copy, never the log
         return self._with_hooks({"ok": True, "event": self.event_json(event)}, failures)
@@ -272,6 +284,21 @@ class Executor:
         return {"ok": True, "raised": attempt_mutation(self._current(), as_text(request.get("target")))}
 
 
+    # --- the storage capability (spec/10, "Storage capability"; `wire.storageops`) -------------------
+
+    def load(self, request: Mapping[str, Any]) -> Answer:
+        return self.storage.load(request)
+
+    def save(self, request: Mapping[str, Any]) -> Answer:
+        return self.storage.save(request, self._current())
+
+    def attach(self, request: Mapping[str, Any]) -> Answer:
+        return self.storage.save(request, self._current(), attach=True)
+
+    def repair_file(self, request: Mapping[str, Any]) -> Answer:
+        return self.storage.repair_file(request)
+
+
 def _events_of(request: Mapping[str, Any]) -> list[Any]:
     # SESSION-CONFORMANCE-PROTOCOL.5: fold and repair read a log given whole.
     extra = sorted(set(request) - {"op", "events", "x-time"})
@@ -291,6 +318,7 @@ def _events_of(request: Mapping[str, Any]) -> list[Any]:
 _OPS: dict[str, Callable[[Executor, Mapping[str, Any]], Answer]] = {
     "hello": Executor.hello, "create": Executor.create, "append": Executor.append, "snapshot": Executor.snapshot,
     "fold": Executor.fold, "repair": Executor.repair, "x-rebuild": Executor.rebuild, "x-mutate": Executor.mutate,
-    "x-append": Executor.append_values,
+    "x-append": Executor.append_values, "load": Executor.load, "save": Executor.save, "attach": Executor.attach,
+    "repair-file": Executor.repair_file,
 }
 

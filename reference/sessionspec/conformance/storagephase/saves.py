@@ -1,0 +1,195 @@
+"""The save check (SESSION-CONFORMANCE-STORAGE.2): sessions built on the testee, saved in each declared backend, and
+each file read back by the reference.
+
+The sessions are the machine's: valid appends and replacements drawn by the conformance machine's
+generators (`testing.choose`, seeded, so a run is reproducible), an agent log whose chunks the
+writers pack, a run of 1,030 chunks (SQLite rows of at most 1,024 members: SESSION-CHUNK-ROWS.5),
+a run of 100 KiB chunks (rows of at most 1 MiB), and a value nested 1,000 deep. Each request goes
+to the reference and the testee through the exchange (their answers compared as always), then
+`save`. The file must load through the reference's gate to the session's events, and be the bytes
+the reference's writer writes for those events (the header line, every record's canonical key
+order, the rows packed as spec/07 packs them; zstd compared as its plaintext, SQLite as its rows).
+A divergence is minimized to the shortest prefix of the session's requests that still shows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import zstandard
+
+from sessionspec import live, storage
+from sessionspec.catalog import DEFAULT_CATALOG
+from sessionspec.conformance.storagephase.loads import Checked
+from sessionspec.conformance.storagevectors.builders import agent_log
+from sessionspec.conformance.storagevectors.cases import SUFFIX
+from sessionspec.errors import SpecViolation
+from sessionspec.jsonvalue import thaw
+from sessionspec.testing.choose import replacement, seeded, valid_append
+from sessionspec.testing.loops import ticking_clock
+from sessionspec.testing.strategies import Request, View
+from sessionspec.wire.compare import same_json
+from sessionspec.wire.divergence import Divergence, divergence
+from sessionspec.wire.exchange import DivergenceFound, Exchange
+from sessionspec.wire.storageops import SAVES_WHAT_LOADS
+
+SEEDED: Final = (0, 1, 2)
+DRAWN: Final = 30
+"""Sessions drawn by the machine's generators, and requests drawn for each."""
+
+
+def drawn_requests(seed: int, count: int = DRAWN) -> list[Request]:
+    """Valid appends and replacements as the conformance machine draws them, each kept only if the store takes it and
+    a load can read it back: an append of a type of no catalog, not marked ignorable, is taken by the store and
+    refused by the load gate (SESSION-UNKNOWN-EVENT-GATE.1), so it is no test of a writer."""
+    choose = seeded(seed)
+    session = live.Session.create("drawn", clock=ticking_clock())
+    out: list[Request] = []
+    for _ in range(count):
+        view = View.of(session)
+        request = replacement(choose, view) if view.nodes and choose(4) == 0 else valid_append(choose, view)
+        if request.get("type") not in DEFAULT_CATALOG.types and request.get("ignorable") is not True:
+            continue
+        try:
+            session.append_request(copy.deepcopy(request))
+        except SpecViolation:
+            continue
+        out.append(request)
+    return out
+
+
+def _appends(events: list[dict[str, Any]]) -> list[Request]:
+    return [{key: value for key, value in event.items() if key not in ("seq", "time")} for event in events]
+
+
+def chunk_run(count: int, size: int) -> list[Request]:
+    """A turn whose step streams `count` text chunks of `size` characters each."""
+    chunk = [{"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
+        "type": "text-delta", "index": 0, "text": chr(ord("a") + k % 26) * size}}} for k in range(count)]
+    return [{"type": "turn/start", "data": {"turn": 1}}, {"type": "step/start", "data": {"turn": 1, "step": 1}}, *chunk]
+
+
+def deep_value(depth: int) -> list[Request]:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return [{"type": "plugin/deep", "data": value, "ignorable": True}]
+
+
+def sessions() -> list[tuple[str, list[Request]]]:
+    """The sessions the check saves: name and requests."""
+    events = [event for batch in agent_log(3) for event in batch]
+    return [*((f"drawn-{seed}", drawn_requests(seed)) for seed in SEEDED), ("agent-log", _appends(events)),
+            ("chunks-1030", chunk_run(1_030, 1)), ("chunks-100k", chunk_run(12, 100 << 10)),
+            ("deep-1000", deep_value(1_000))]
+
+
+def _plain(events: Any) -> list[Any]:
+    return [{k: v for k, v in thaw(event.to_json()).items() if k != "time"} for event in events]
+
+
+def _zstd_plain(path: Path) -> bytes:
+    with path.open("rb") as stream, zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True) as plain:
+        return plain.read()
+
+
+def _sqlite_rows(path: Path) -> list[Any]:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
+        return [connection.execute("PRAGMA user_version").fetchall(), connection.execute("PRAGMA application_id").fetchall(),
+                connection.execute("SELECT id, version, created_at, cwd, parent_session, seed_length, origin, "
+                                   "delegation_depth, agent_preset FROM sessions ORDER BY id").fetchall(),
+                connection.execute("SELECT * FROM events ORDER BY session_id, seq").fetchall()]
+
+
+def _same_bytes(path: Path, canonical: Path, backend: str) -> bool:
+    if backend == "jsonl":
+        return path.read_bytes() == canonical.read_bytes()
+    if backend == "jsonl.zstd":
+        return _zstd_plain(path) == _zstd_plain(canonical)
+    return _sqlite_rows(path) == _sqlite_rows(canonical)
+
+
+def judge_file(path: Path, backend: str, events: list[Any]) -> list[str]:
+    """Why the file the testee saved is not what the reference's writer writes for the session (empty: it is)."""
+    try:
+        loaded = storage.load(path, create=live.Session.create)
+    except (SpecViolation, storage.Unreadable) as error:
+        return [f"file: expected a log the reference loads, got a refusal: {str(error)[:300]}"]
+    why = []
+    if loaded.format != backend:
+        why.append(f"format: expected {backend}, got {loaded.format}")
+    got = _plain(loaded.events)
+    if not same_json(got, [{k: v for k, v in event.items() if k != "time"} for event in events]):
+        why.append(f"events: expected the session's {len(events)} events, got {len(got)} that differ")
+    canonical = path.with_name(f"canonical-{path.name}")
+    canonical.unlink(missing_ok=True)
+    storage.save(canonical, loaded.header, loaded.events, format=backend)
+    if not why and not _same_bytes(path, canonical, backend):
+        why.append("bytes: expected the bytes the reference's writer writes for these events (header line, "
+                   "canonical key order, packed rows), got others")
+    return why
+
+
+def _attempt(exchange: Exchange, name: str, requests: list[Request], backends: tuple[str, ...],
+             workdir: Path) -> dict[str, Divergence]:
+    """One session on both sides, saved by the testee in each backend and each file judged: the divergences by
+    backend (the exchange's own, for a request answered otherwise, under each)."""
+    exchange.begin("vector", f"save:{name}")
+    try:
+        exchange.send({"op": "create", "id": f"save-{name}", "seed": None, "header": None})
+        for request in requests:
+            exchange.send({"op": "append", **request})
+        snapshot = exchange.send({"op": "snapshot"})
+        paths = {}
+        for backend in backends:
+            paths[backend] = path = workdir / f"{name}{SUFFIX[backend]}"
+            path.unlink(missing_ok=True)
+            exchange.send({"op": "save", "path": str(path), "backend": backend}, expected={"ok": True})
+        exchange.flush()
+    except DivergenceFound as diverged:
+        return dict.fromkeys(backends, diverged.divergence)
+    found = {}
+    for backend, path in paths.items():
+        why = judge_file(path, backend, list(snapshot.get("events", [])))
+        if why:
+            trace = [request for request in exchange.trace if request.get("op") != "save" or request["backend"] == backend]
+            found[backend] = divergence("vector", f"save:{name}:{backend}", "save", {"ok": True}, {"ok": True}, trace,
+                                        why)
+            found[backend].named = SAVES_WHAT_LOADS
+    return found
+
+
+def _shortest(exchange: Exchange, name: str, requests: list[Request], backend: str, workdir: Path,
+              found: Divergence) -> Divergence:
+    """The divergence of the shortest prefix of `requests` that still shows one of the same family (halving)."""
+    low, high, best = 0, len(requests), found
+    while low < high:
+        middle = (low + high) // 2
+        again = _attempt(exchange, name, requests[:middle], (backend,), workdir).get(backend)
+        if again is not None and again.family == found.family:
+            high, best = middle, again
+        else:
+            low = middle + 1
+    return best
+
+
+def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path) -> list[Checked]:
+    """Every session saved in every declared backend: one case each, a divergence minimized."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out: list[Checked] = []
+    for name, requests in sessions():
+        if exchange.past_deadline:
+            return out
+        started = time.perf_counter()
+        found = _attempt(exchange, name, requests, backends, workdir)
+        for backend, divergent in list(found.items()):
+            found[backend] = _shortest(exchange, name, requests, backend, workdir, divergent)
+        seconds = (time.perf_counter() - started) / len(backends)
+        out.extend(Checked(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
+                           found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends)
+    return out

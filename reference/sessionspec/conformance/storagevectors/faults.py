@@ -1,0 +1,241 @@
+"""The faults a stored log can carry, one function each: a valid log of a backend, then one thing wrong with it.
+
+Each builder writes the log at `path` (its suffix names the backend) and returns it. The log is
+`builders.agent_log`: two turns of twelve events (seqs 0-11 and 12-23), or, with an open tail,
+a second turn that stops after its tool call (seq 20). A fault "in the middle" is put at seq 2
+(a committed `turn/end` follows: corruption, SESSION-TORN-TAIL.2); one "at the tail" at seq 20 of
+the open log (nothing follows: a torn tail, SESSION-TORN-TAIL.3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import zstandard
+
+from sessionspec.conformance.storagevectors.builders import (
+    FIXED_ID,
+    HEADER,
+    agent_log,
+    edit_sqlite,
+    frame,
+    lines_of,
+    write_jsonl,
+    write_sqlite,
+    write_zstd,
+)
+from sessionspec.jsontext import dumps
+
+MIDDLE: Final = 2
+TAIL: Final = 20
+Edit = Callable[[dict[str, Any]], bytes | None]
+"""What a fault does to one stored record (a dict as stored: an event, or a packed row): its new line, or None to drop
+it."""
+
+
+def backend_of(path: Path) -> str:
+    name = path.name
+    return "jsonl.zstd" if name.endswith(".jsonl.zstd") else "sqlite" if name.endswith(".sqlite") else "jsonl"
+
+
+def header_line(**changes: Any) -> bytes:
+    """The JSONL header with `changes` (a value None removes its key)."""
+    header = {**HEADER, **changes}
+    return dumps({k: v for k, v in header.items() if v is not None}).encode()
+
+
+def clean(path: Path, *, open_tail: bool = False, turns: int = 2) -> Path:
+    """A valid log (chunks packed, as the writers pack them)."""
+    batches = agent_log(turns, open_tail=open_tail)
+    if backend_of(path) == "sqlite":
+        return write_sqlite(path, batches, fixed=True)
+    return _text(path, [lines_of(batch) for batch in batches])
+
+
+def _text(path: Path, batches: list[list[bytes]], header: bytes | None = None) -> Path:
+    return (write_zstd if backend_of(path) == "jsonl.zstd" else write_jsonl)(path, batches, header)
+
+
+def _seq(record: dict[str, Any]) -> Any:
+    return record.get("seq", record.get("seq0"))
+
+
+def edited(path: Path, seq: int, edit: Edit, *, open_tail: bool = False, header: bytes | None = None) -> Path:
+    """A JSONL or zstd log whose record at `seq` (an event's seq, a row's seq0) is what `edit` makes of it."""
+    out = []
+    for batch in agent_log(2, open_tail=open_tail):
+        lines = []
+        for line in lines_of(batch):
+            record = json.loads(line)
+            new = edit(record) if _seq(record) == seq else line
+            if new is not None:
+                lines.append(new)
+        out.append(lines)
+    return _text(path, out, header)
+
+
+def with_header(path: Path, header: bytes) -> Path:
+    """A JSONL or zstd log under another header line."""
+    return edited(path, -1, lambda record: None, header=header)
+
+
+def sql(*statements: str, open_tail: bool = False) -> Callable[[Path], Path]:
+    """A builder: a SQLite log by our writer, then `statements` run on it, each committed."""
+    def build(path: Path) -> Path:
+        clean(path, open_tail=open_tail)
+        for statement in statements:
+            edit_sqlite(path, statement)
+        return path
+    return build
+
+
+def replace_data(text: bytes) -> Edit:
+    """The record's data replaced by `text`, whatever bytes it is."""
+    def edit(record: dict[str, Any]) -> bytes:
+        head = dumps({k: v for k, v in record.items() if k in ("type", "seq", "time")}).encode()[:-1]
+        return head + b',"data":' + text + b"}"
+    return edit
+
+
+def changed(**changes: Any) -> Edit:
+    """The record with keys changed (at the top, or in `data` for a key given as `data.KEY`)."""
+    def edit(record: dict[str, Any]) -> bytes:
+        out = json.loads(json.dumps(record))
+        for key, value in changes.items():
+            if key.startswith("data_"):
+                out["data"][key.removeprefix("data_")] = value
+            else:
+                out[key] = value
+        return dumps(out).encode()
+    return edit
+
+
+def row_at(path: Path, members: int, *, sqlite_row: bool = False) -> Path:
+    """A turn holding one packed text row of `members` members, then its committed end, so a row refused is
+    corruption rather than a torn tail (SESSION-CHUNK-ROWS.5/.8, at and past a bound)."""
+    batch = agent_log(1, open_tail=True)[0][:3]  # turn/start, user/message, step/start
+    row = {"type": "text-chunks", "seq0": 3, "time0": 2000,
+           "data": {"turn": 1, "step": 1, "index": 0, "dt": [1] * (members - 1), "texts": ["a"] * members}}
+    seq = 3 + members
+    ends = [{"type": "step/end", "seq": seq, "time": 3000, "data": {"turn": 1, "step": 1}},
+            {"type": "turn/end", "seq": seq + 1, "time": 3001, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+    if sqlite_row:
+        write_sqlite(path, [batch], fixed=True)
+        edit_sqlite(path, "INSERT INTO events VALUES ('h', 3, 'text-chunks', 2000, ?, NULL, NULL, 0)",
+                    (dumps(row["data"]),))
+        for end in ends:
+            edit_sqlite(path, "INSERT INTO events VALUES ('h', ?, ?, ?, ?, NULL, NULL, NULL)",
+                        (end["seq"], end["type"], end["time"], dumps(end["data"])))
+        return path
+    return _text(path, [lines_of(batch), [dumps(row).encode()], lines_of(ends)])
+
+
+def torn_line(path: Path) -> Path:
+    """SESSION-TORN-TAIL.1: the open log's last record without its newline, cut halfway."""
+    clean(path, open_tail=True)
+    data = path.read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n")
+    path.write_bytes(data[: last + 1 + (len(data) - last) // 2])
+    return path
+
+
+def torn_frame(path: Path) -> Path:
+    """SESSION-ZSTD-FRAMES.4: a final frame cut at 60%: its complete records are recovered."""
+    batches = [lines_of(batch) for batch in agent_log(2, open_tail=True)]
+    write_zstd(path, batches[:1])
+    last = frame(b"".join(line + b"\n" for line in batches[1]))
+    with path.open("ab") as stream:
+        stream.write(last[: len(last) * 6 // 10])
+    return path
+
+
+def zstd_frames(path: Path, frames: list[bytes]) -> Path:
+    """A zstd log of the header frame and then exactly these frames' bytes."""
+    path.write_bytes(frame(HEADER_LINE + b"\n") + b"".join(frames))
+    return path
+
+
+HEADER_LINE: Final = dumps(HEADER).encode()
+
+
+def closed_batches() -> list[bytes]:
+    """The closed log's two batches as the plaintext of a frame each."""
+    return [b"".join(line + b"\n" for line in lines_of(batch)) for batch in agent_log(2)]
+
+
+def frame_without_checksum(path: Path) -> Path:
+    first, second = closed_batches()
+    plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True).compress(first)
+    return zstd_frames(path, [plain, frame(second)])
+
+
+def frame_bad_magic(path: Path) -> Path:
+    first, second = closed_batches()
+    return zstd_frames(path, [b"\x00" + frame(first)[1:], frame(second)])
+
+
+def header_frame_of_two_lines(path: Path) -> Path:
+    first, second = closed_batches()
+    lines = first.split(b"\n")
+    path.write_bytes(frame(HEADER_LINE + b"\n" + lines[0] + b"\n") + frame(b"\n".join(lines[1:])) + frame(second))
+    return path
+
+
+def expanding_frames(path: Path, frames: int, per_frame: int) -> Path:
+    """An open turn, then `frames` identical frames of `per_frame` `"turn/end"` lines: a few hundred bytes that decode
+    to more records than SESSION-STORAGE-RECORD.3 allows."""
+    write_zstd(path, [lines_of(agent_log(1, open_tail=True)[0])])
+    one = zstandard.ZstdCompressor(level=19, write_checksum=True).compress(b'"turn/end"\n' * per_frame)
+    with path.open("ab") as stream:
+        stream.write(one * frames)
+    return path
+
+
+def many_records(path: Path, records: int) -> Path:
+    """A frame of exactly `records` records (SESSION-ZSTD-FRAMES.5's count): a turn of ignorable events between its
+    start and its committed end, so a frame refused is corruption rather than a torn tail."""
+    extra = [{"type": "plugin/note", "seq": 1 + k, "time": 1001, "data": None, "ignorable": True}
+             for k in range(records - 2)]
+    ends = [{"type": "turn/start", "seq": 0, "time": 1000, "data": {"turn": 1}}, *extra,
+            {"type": "turn/end", "seq": records - 1, "time": 1002, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+    return _text(path, [[dumps(record).encode() for record in ends]])
+
+
+def long_record(path: Path, size: int) -> Path:
+    """A closed turn, then an ignorable event whose line is exactly `size` bytes (SESSION-STORAGE-RECORD.1)."""
+    head = b'{"type":"plugin/note","seq":12,"time":1012,"data":"'
+    tail = b'","ignorable":true}'
+    line = head + b"a" * (size - len(head) - len(tail)) + tail
+    return _text(path, [lines_of(agent_log(1)[0]), [line]])
+
+
+def damaged_page(path: Path) -> Path:
+    """SESSION-SQLITE-ROW.4: a SQLite log whose last page is overwritten with 0xFF."""
+    clean(path)
+    data = bytearray(path.read_bytes())
+    data[-4096:] = b"\xff" * 4096
+    path.write_bytes(bytes(data))
+    return path
+
+
+def two_sessions(path: Path) -> Path:
+    """A SQLite database of two sessions, `h` (the agent log) and `k` (one event) (SESSION-STORAGE-HEADER.5)."""
+    clean(path)
+    edit_sqlite(path, "INSERT INTO sessions (id, version, created_at, incarnation, revision) VALUES ('k', 0, 1, ?, 0)",
+                (FIXED_ID,))
+    return edit_sqlite(path, "INSERT INTO events VALUES ('k', 0, 'turn/start', 1000, '{\"turn\":1}', NULL, NULL, NULL)")
+
+
+def not_a_log(path: Path) -> Path:
+    """SESSION-CONFORMANCE-PROTOCOL.13: bytes of no backend, under a name that says none."""
+    path.write_bytes(b"\x00\x01\x02 these bytes are no session log of any backend\n")
+    return path
+
+
+def foreign_database(path: Path) -> Path:
+    """SESSION-SQLITE-SCHEMA.3: someone else's database (user_version 0, a table of its own)."""
+    edit_sqlite(path, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    return edit_sqlite(path, "INSERT INTO notes (body) VALUES ('not a session')")
