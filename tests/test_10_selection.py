@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sessionspec.cli import main
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.selection import Selection, catalog, listing
+from sessionspec.conformance.storagephase import saves
+from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 from sessionspec.wire.divergence import Divergence
 from support import valid_report
 
@@ -18,6 +21,10 @@ SERVE = [PY, "-m", "sessionspec.cli", "serve", "--impl"]
 DOUBLE_MARKER = "planted:double-marker"
 """Fails exactly two vectors (a created session's seq differs) and nothing else the vectors test."""
 ITS_VECTORS = ("SESSION-CORE-EVENTS.1-accept", "SESSION-APPEND-COMMIT.5-accept")
+BACKENDS = ("jsonl", "jsonl.zstd", "sqlite")
+STORED = storage_vectors.load()
+REPAIRED = {v["id"] for v in STORED if "file" in v and v["expected"]["ok"] and (v["expected"]["torn"] or v["expected"]["closers"])}
+"""The storage vectors a repair changes: each has a `repair:ID` case (spec/10, "Storage capability")."""
 
 
 def test_list_piped_is_one_tab_separated_line_per_id_with_its_level(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,7 +32,12 @@ def test_list_piped_is_one_tab_separated_line_per_id_with_its_level(capsys: pyte
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert all(len(row) == 3 for row in rows)
     kinds = {kind for kind, _, _ in rows}
-    assert kinds == {"vector", "rule", "machine"}
+    assert kinds == {"vector", "storage", "rule", "machine"}
+    storage = {row[1]: row[2] for row in rows if row[0] == "storage"}
+    assert {v["id"] for v in STORED} < set(storage)
+    assert {f"repair:{v}" for v in REPAIRED} < set(storage) and REPAIRED
+    assert {f"save:{name}:{backend}" for name in saves.names() for backend in BACKENDS} < set(storage)
+    assert storage["crash:sqlite"] == "recommended" and storage["save:deep-1000:jsonl"] == "required"
     vectors = {row[1] for row in rows if row[0] == "vector"}
     assert vectors == {json.loads(path.read_text())["id"] for path in vector_files.DEFAULT_DIR.glob("*.json")}
     levels = dict((row[1], row[2]) for row in rows)
@@ -61,7 +73,7 @@ def test_skipping_the_vectors_a_testee_fails_passes_and_says_what_it_left_out(
     out = capsys.readouterr().out
     assert "left out 2 of 270 vectors" in out.replace(",", "")
     data = valid_report(report)
-    assert data["vectors"]["total"] == 268 and data["vectors"]["failed"] == 0
+    assert data["vectors"]["total"] - data["vectors"]["storage"] == 268 and data["vectors"]["failed"] == 0
     assert data["header"]["options"]["selection"]["skip"] == list(ITS_VECTORS)
     assert any("2 of 270 vectors" in why for why in data["header"]["options"]["selection"]["leftOut"])
 
@@ -97,3 +109,32 @@ def test_list_on_a_terminal_is_grouped_by_kind() -> None:
     three = [json.loads(p.read_text()) for p in sorted(vector_files.DEFAULT_DIR.glob("*.json"))[:3]]
     lines = listing(catalog(three), tty=True)
     assert lines[0] == "vectors (3):" and any(line.startswith("the machine's op families") for line in lines)
+
+
+def _storage_cases(tmp_path: Path, *patterns: str) -> tuple[set[str], dict[str, Any]]:
+    """The storage phase's cases a run of `live` with `patterns` ran (a run with --examples 0), and its report."""
+    report = tmp_path / "storage.json"
+    assert main(["conform", "--examples", "0", *patterns, "--json", str(report), "--traces", str(tmp_path / "t"),
+                 "--", *SERVE, "live"]) == 0
+    data = valid_report(report)
+    scp = {json.loads(path.read_text())["id"] for path in vector_files.DEFAULT_DIR.glob("*.json")}
+    return {c["name"] for c in data["cases"] if c["suite"] == "vectors" and c["name"] not in scp}, data
+
+
+def test_storage_cases_are_selected_by_id_and_by_rule(tmp_path: Path) -> None:
+    torn = {v["id"] for v in STORED if v["id"].startswith("SESSION-TORN-TAIL.2-")}
+    ran, data = _storage_cases(tmp_path, "--run", "SESSION-TORN-TAIL.2-*")
+    assert torn and ran == torn | {f"repair:{v}" for v in torn & REPAIRED}, "a vector's repair comes with it"
+    assert data["vectors"]["storage"] == data["vectors"]["total"] == len(ran)
+    assert any("storage cases" in why for why in data["header"]["options"]["selection"]["leftOut"])
+    assert _storage_cases(tmp_path, "--run", "crash:jsonl")[0] == {"crash:jsonl"}
+    assert _storage_cases(tmp_path, "--run", "save:*:sqlite")[0] == {f"save:{name}:sqlite" for name in saves.names()}
+    repairs, _ = _storage_cases(tmp_path, "--run", "SESSION-CONFORMANCE-STORAGE.4")
+    assert repairs == {f"repair:{v}" for v in REPAIRED}
+
+
+def test_skipping_the_storage_rules_leaves_out_the_whole_phase(tmp_path: Path) -> None:
+    ran, data = _storage_cases(tmp_path, "--skip", "SESSION-CONFORMANCE-STORAGE.*")
+    assert ran == set() and data["vectors"]["storage"] == 0
+    assert data["vectors"]["total"] == len(list(vector_files.DEFAULT_DIR.glob("*.json")))
+    assert data["footer"]["partial"] is True

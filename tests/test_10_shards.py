@@ -47,7 +47,13 @@ def test_merged_shards_equal_the_unsharded_run_with_the_same_seed(runs: dict[str
                  str(runs["dir"] / "merged.xml")]) == 1
     whole, joined = valid_report(runs["whole"]), valid_report(merged)
     parts = [valid_report(runs["1"]), valid_report(runs["2"])]
-    assert [p["vectors"]["total"] for p in parts] == [135, 135], "vectors split by index"
+    assert [p["vectors"]["total"] - p["vectors"]["storage"] for p in parts] == [135, 135], "vectors split by index"
+    ran = [{c["name"] for c in p["cases"] if c["suite"] == "vectors"} for p in parts]
+    whole_ran = {c["name"] for c in whole["cases"] if c["suite"] == "vectors"}
+    assert not ran[0] & ran[1] and ran[0] | ran[1] == whole_ran, "each vector and storage case in one shard"
+    assert all(p["vectors"]["storage"] > 0 for p in parts) and joined["vectors"]["storage"] == whole["vectors"]["storage"]
+    crash = [any(name.startswith("crash:") for name in names) for names in ran]
+    assert sorted(crash) == [False, True], "the crash trial runs in one shard"
     assert all(p["header"]["options"]["shard"][1] == 2 for p in parts)
     assert comparable(joined) == comparable(whole)
     assert joined["header"]["seed"] == 7 and joined["header"]["parts"] == [str(runs["1"]), str(runs["2"])]

@@ -42,6 +42,7 @@ from sessionspec.conformance import (
 )
 from sessionspec.conformance.outcome import FAILED, Outcome, outcome
 from sessionspec.conformance.stopping import deferred_signals, stop_on_signals
+from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 from sessionspec.wire.trace import TraceError, read_trace
 
 SIGNALLED = 128
@@ -100,10 +101,11 @@ def register(subparsers: Any) -> None:
                         help="check only that the adapter speaks the protocol (hello, each declared op, one answer a "
                              "line, unknown ops refused), in seconds; findings are the adapter's")
     parser.add_argument("--list", action="store_true",
-                        help="list the selectable ids (vectors, rules, the machine's op families) with their levels; "
-                             "needs no testee")
+                        help="list the selectable ids (vectors, storage cases, rules, the machine's op families) with "
+                             "their levels; needs no testee")
     parser.add_argument("--run", action="append", default=[], metavar="PATTERN",
-                        help="run only what matches this glob (a vector id, a rule id, machine:OP); repeatable")
+                        help="run only what matches this glob (a vector id, a storage case, a rule id, machine:OP); "
+                             "repeatable")
     parser.add_argument("--skip", action="append", default=[], metavar="PATTERN",
                         help="leave out what matches this glob (as --run); repeatable; a pattern matching nothing is exit 2")
     parser.add_argument("testee", nargs=argparse.REMAINDER, metavar="-- TESTEE...", help="the testee command")
@@ -119,7 +121,8 @@ def _options(args: argparse.Namespace, command: list[str], entries: list[failure
         raise ValueError("--seconds, --deadline and --timeout must be positive")
     chosen = selection.Selection(tuple(args.run), tuple(args.skip))
     if chosen.active:
-        chosen.check(vectors.load(args.vectors or vectors.DEFAULT_DIR))
+        directory = args.vectors or vectors.DEFAULT_DIR
+        chosen.check(vectors.load(directory), storage_vectors.load(directory / "storage"))
     return runner.Options(command, examples=None if args.profile else args.examples, seconds=args.seconds,
                           profile=args.profile, timeout=args.timeout, deadline=args.deadline,
                           vectors_dir=args.vectors or vectors.DEFAULT_DIR, replay=args.replay, traces_dir=args.traces,
@@ -162,16 +165,17 @@ def _shard(text: str) -> tuple[int, int]:
 
 def _list(args: argparse.Namespace) -> int:
     """`--list`: every selectable id with its level, aligned on a terminal, one tab-separated line each when piped."""
+    directory = args.vectors or vectors.DEFAULT_DIR
     try:
-        found = vectors.load(args.vectors or vectors.DEFAULT_DIR)
+        found, stored = vectors.load(directory), storage_vectors.load(directory / "storage")
     except (OSError, ValueError) as error:
         print(f"sessionspec conform: {error}", file=sys.stderr)
         return runner.UNRUNNABLE
-    entries = selection.catalog(found)
+    entries = selection.catalog(found, stored)
     if args.run or args.skip:
         chosen = selection.Selection(tuple(args.run), tuple(args.skip))
         try:
-            chosen.check(found)
+            chosen.check(found, stored)
         except selection.SelectionError as error:
             print(f"sessionspec conform: {error}", file=sys.stderr)
             return runner.UNRUNNABLE

@@ -2,9 +2,9 @@
 
 A report read a month later, beside another from a different machine, must say what produced it
 (Bowtie's report header): which runner (its version), against which spec and which vectors (each
-by a digest of its files, so two reports of the same version run on edited vectors are told apart),
-with which options and seed, against which testee (its command and its whole `hello`: name,
-version, what it declares). Its footer says whether the run completed, and if not, why: the
+by a digest of its files, so two reports of the same version run on edited vectors are told apart;
+the storage vectors, their logs included, by a digest of their own), with which options and seed,
+against which testee (its command and its whole `hello`: name, version, what it declares). Its footer says whether the run completed, and if not, why: the
 deadline, a signal, a testee declared unusable, the oracle's own failure. `sessionspec diff` and
 `merge` refuse to join reports whose spec or vectors differ without saying so; JUnit carries the
 same header as properties (`properties`), for dashboards that show only JUnit.
@@ -65,7 +65,9 @@ def header(result: Result, command: Sequence[str]) -> dict[str, Any]:
     return {
         "runner": {"name": RUNNER, "version": __version__, "python": platform.python_version()},
         "spec": {"digest": digest(shipped("spec"), "*.md")},
-        "vectors": {"digest": digest(vectors, "*.json"), "count": len(list(vectors.glob("*.json")))},
+        "vectors": {"digest": digest(vectors, "*.json"), "count": len(list(vectors.glob("*.json"))),
+                    "storage": {"digest": digest(vectors / "storage", "*.*"),
+                                "count": len(list((vectors / "storage").glob("*.json")))}},
         "options": options,
         "seed": options.get("seed"),
         "testee": {"command": list(command), "hello": result.testee},

@@ -6,10 +6,11 @@ The parts must be of one run: the same runner, spec and vectors (by digest), the
 testee command, shards 1 to N each once; anything else is refused (exit 2), since a report of a
 whole made of parts that do not fit would say what no run found.
 
-Every vector ran in one part, so its case is that part's; a family found by several parts is one
-family (its vectors joined, its machine findings added, its shortest divergence kept); the rules a
-level reached are recounted from the vectors each part ran (their rules, from the vector files the
-header's digest names) and the failing ones joined; the four numbers are recounted from the cases.
+Every vector and every storage case ran in one part, so its case is that part's; a family found by
+several parts is one family (its vectors joined, its machine findings added, its shortest divergence
+kept); the rules a level reached are recounted from the cases each part ran and judged (their rules,
+from the vector files the header's digests name) and the failing ones joined; the four numbers are
+recounted from the cases.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.conformance import vectors as vector_files
+from sessionspec.conformance.storagephase import cases as storage_cases
+from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 
 MACHINE_SEARCH: Final = "machine search"
+RAN: Final = ("passed", "expected failure", "unexpected failure")
+"""The statuses of a case that ran and was judged: its rules are reached (as `outcome.tally` counts them)."""
 COUNTED: Final = {"passed": "passed", "skipped": "skipped", "notApplicable": "not applicable",
                   "expected": "expected failure", "unexpected": "unexpected failure", "flaky": "flaky"}
 """The summary's numbers, each the count of the cases of a status; `notRun` is the parts' sum (a case's own mark)."""
@@ -32,7 +37,8 @@ class MergeError(ValueError):
 def _key(report: dict[str, Any]) -> tuple[Any, ...]:
     head = report.get("header") or {}
     return (head.get("runner", {}).get("version"), head.get("spec", {}).get("digest"),
-            head.get("vectors", {}).get("digest"), head.get("seed"), tuple(head.get("testee", {}).get("command", ())))
+            head.get("vectors", {}).get("digest"), (head.get("vectors", {}).get("storage") or {}).get("digest"),
+            head.get("seed"), tuple(head.get("testee", {}).get("command", ())))
 
 
 def check(parts: list[dict[str, Any]], names: list[str]) -> None:
@@ -89,10 +95,18 @@ def _cases(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def covered(directory: Path) -> dict[str, dict[str, Any]]:
+    """Each case a vector suite can have, by id, in the order a run runs them, with its level and the rules its outcome
+    counts for: the SCP vectors, then the storage phase's cases (its vectors, repairs, saves, crash trials)."""
+    out = {str(v["id"]): {"level": v.get("level"), "rules": v.get("rules", ())} for v in vector_files.load(directory)}
+    out.update({case.names[0]: {"level": case.level, "rules": case.rules}
+                for case in storage_cases(storage_vectors.load(directory / "storage"))})
+    return out
+
+
 def _levels(parts: list[dict[str, Any]], families: list[dict[str, Any]], cases: list[dict[str, Any]],
-            directory: Path) -> dict[str, Any]:
-    by_id = {v["id"]: v for v in vector_files.load(directory)}
-    ran = [by_id[c["name"]] for c in cases if c["suite"] == "vectors" and c["status"] != "skipped" and c["name"] in by_id]
+            by_id: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    ran = [by_id[c["name"]] for c in cases if c["suite"] == "vectors" and c["status"] in RAN and c["name"] in by_id]
     out: dict[str, Any] = {}
     for level in ("required", "recommended"):
         failing = sorted({rule for p in parts for rule in p["levels"][level]["rules"]["failing"]})
@@ -128,8 +142,8 @@ def merge(parts: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     check(parts, names)
     first = parts[0]
     options = {**first["header"]["options"], "shard": None}
-    directory = Path(options.get("vectors_dir") or vector_files.DEFAULT_DIR)
-    order = {str(v["id"]): number for number, v in enumerate(vector_files.load(directory))}
+    by_id = covered(Path(options.get("vectors_dir") or vector_files.DEFAULT_DIR))
+    order = {name: number for number, name in enumerate(by_id)}
     families, cases = _families(parts, order), _cases(parts)
     stopped = next((p["stopped"] for p in parts if p["stopped"]), None)
     crash = next((p["crash"] for p in parts if p["crash"]), None)
@@ -143,7 +157,7 @@ def merge(parts: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         "machine": {"examples": sum(p["machine"]["examples"] for p in parts),
                     "searched": all(p["machine"]["searched"] for p in parts),
                     "divergences": sum(f["machine"] for f in families)},
-        "levels": _levels(parts, families, cases, directory),
+        "levels": _levels(parts, families, cases, by_id),
         "stopped": stopped, "crash": crash, "complete": all(p.get("complete", True) or p["footer"]["reason"] is None
                                                             for p in parts),
         "signal": next((p.get("signal") for p in parts if p.get("signal")), None),

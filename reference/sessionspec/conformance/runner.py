@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import signal
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,9 @@ from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.minimize import aftermath
 from sessionspec.conformance.search import collector_for_a_search, search
 from sessionspec.conformance.selection import Selection
-from sessionspec.conformance.stopping import Interrupted, deferred_signals, received
-from sessionspec.conformance.storagephase import Settings, run_phase
+from sessionspec.conformance.stopping import Interrupted, crash_report, deferred_signals, received
+from sessionspec.conformance.storagephase import Settings, declared, run_phase
+from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 from sessionspec.conformance.verify import Flaky, verify
 from sessionspec.wire.capabilities import CORE_OPS, NOT_APPLICABLE, Capabilities
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
@@ -33,7 +33,7 @@ from sessionspec.wire.compare import describe
 from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.exchange import GIVE_UP, HEALTHY, DivergenceFound, Exchange
 from sessionspec.wire.protocol import Answer
-from sessionspec.wire.trace import Trace, fresh_directory, write_trace
+from sessionspec.wire.trace import Trace, fresh_directory, write_traces
 from sessionspec.wire.verdict import breaches_from_json
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2
@@ -94,6 +94,8 @@ class VectorOutcome:
     """The vector's level (spec/10, "Vectors"): where its rules are required, or only recommended (an append)."""
     not_run: bool = False
     """Skipped because the run stopped before it (the deadline, a signal, a testee declared unusable)."""
+    storage: bool = False
+    """A case of the storage phase (a storage vector, a repair, a save, a crash trial), counted as a vector is."""
 
 
 @dataclass
@@ -230,16 +232,19 @@ def _not_run(vectors: list[dict[str, Any]], result: Result) -> None:
 
 
 def _run_storage(exchange: Exchange, options: Options, result: Result, progress: Progress | None) -> None:
-    """The storage phase after the SCP vectors: its cases are counted as vectors are (`conformance.storagephase`)."""
+    """The storage phase after the SCP vectors: its cases are counted as vectors are (`conformance.storagephase`),
+    selected by `--run`/`--skip` and split by `--shard` as they are."""
     if options.skip_vectors or not options.storage or result.stopped is not None:
         return
     assert result.traces is not None
-    started = time.perf_counter()
+    started, chosen = time.perf_counter(), options.selection
     settings = Settings(options.vectors_dir / "storage", result.traces / "storage", options.command, options.timeout,
-                        large=options.profile in ("ci", "nightly"))
+                        options.seed, large=options.profile in ("ci", "nightly"), wants=chosen.wants, shard=options.shard)
+    if chosen.active:
+        chosen.storage(storage_vectors.load(settings.vectors_dir), declared(result.testee))
     checked = run_phase(exchange, result.testee, settings, progress)
-    result.vectors.extend(VectorOutcome(c.id, c.status, c.seconds, c.divergence, c.reason, c.rules, c.level)
-                          for c in checked)
+    result.vectors.extend(VectorOutcome(c.id, c.status, c.seconds, c.divergence, c.reason, c.rules, c.level,
+                                        storage=True) for c in checked)
     result.divergences.extend(c.divergence for c in checked if c.divergence is not None)
     result.storage_seconds = time.perf_counter() - started
 
@@ -300,7 +305,7 @@ def run(options: Options, *, trace: Trace | None = None, progress: Progress | No
     except Interrupted as interrupted:  # a signal: everything found so far is reported, as at the deadline
         result.stopped, result.partial, result.signal = f"stopped by {interrupted.name}", True, interrupted.signum
     except Exception as error:  # the oracle's own fault: report what was found, and where the traceback is
-        result.crash, result.partial = _crash_report(error, result.traces), True
+        result.crash, result.partial = crash_report(error, result.traces), True
     finally:
         with deferred_signals():  # a second signal now would leave the testee running and the report unwritten
             if exchange is not None:
@@ -309,7 +314,8 @@ def run(options: Options, *, trace: Trace | None = None, progress: Progress | No
             result.seconds = time.perf_counter() - started
             connection.close()
     with deferred_signals():
-        _write_traces(result, options)
+        assert result.traces is not None
+        write_traces([*result.divergences, *(flaky.divergence for flaky in result.flaky)], result.traces, options.replay)
     late = received()
     if late is not None and result.signal is None:  # it came while the run was ending: the run still says so
         result.signal = late
@@ -388,29 +394,3 @@ def _follow(exchange: Exchange, result: Result, progress: Progress | None) -> No
 def broken(after: dict[str, str]) -> bool:
     """Whether an aftermath shows the session broken: a probe that failed, not one refused as unsupported."""
     return any(answer not in ("ok", "unsupported") for answer in after.values())
-
-
-def _crash_report(error: BaseException, directory: Path) -> str:
-    path = directory / "oracle-traceback.txt"
-    try:
-        path.write_text("".join(traceback.format_exception(error)), encoding="utf-8")
-        where = f"; the traceback is in {path}"
-    except OSError:
-        where = ""
-    return f"{type(error).__name__}: {str(error)[:300]}{where}"
-
-
-def _write_traces(result: Result, options: Options) -> None:
-    """Each divergence's requests as a trace file, for the one-line reproduction (a file that cannot be written
-    leaves its divergence without one, never the run without a report)."""
-    assert result.traces is not None
-    for found in [*result.divergences, *(flaky.divergence for flaky in result.flaky)]:
-        if found.source == "replay" and options.replay is not None:
-            found.replay = str(options.replay)
-            continue
-        trace = Trace(found.trace, "conform" if found.source == "machine" else found.source, found.id, None,
-                      {"family": found.family, "level": found.level, "rule": found.rule, "why": found.why})
-        try:
-            found.replay = str(write_trace(trace, result.traces))
-        except (OSError, ValueError):
-            found.replay = None

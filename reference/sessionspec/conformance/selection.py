@@ -8,7 +8,10 @@ same from run to run, and a run may be narrowed by globs (`fnmatch`) over them:
 - a **rule** by its id (`SESSION-LOSSLESS-TEXT.*`): the vectors covering it, and the machine's
   families named after it;
 - the **machine** by its op families (`machine:append`, `machine:fold`, ...; `machine:*` is the
-  whole search): a machine family is kept when its op and its rule are selected.
+  whole search): a machine family is kept when its op and its rule are selected;
+- a **storage case** (the storage phase, `conformance.storagephase`) by its id (a storage vector's,
+  `repair:ID`, `save:SESSION:BACKEND`, `crash:BACKEND`) or its rules
+  (`--skip 'SESSION-CONFORMANCE-STORAGE.*'` leaves out the whole phase).
 
 A vector is run when a `--run` pattern (if any) matches it and no `--skip` pattern does; the
 machine runs when, with `--run` patterns, one of them names a machine family or a rule. A pattern
@@ -26,6 +29,7 @@ from typing import Any, Final
 
 from sessionspec.conformance.failures import Entry as Listed
 from sessionspec.conformance.failures import Verdict, judge
+from sessionspec.conformance.storagephase import cases as storage_cases
 from sessionspec.levels import ground_of
 from sessionspec.rules import RULES
 from sessionspec.wire.divergence import Divergence
@@ -44,7 +48,7 @@ class Entry:
     """One selectable id, for `--list`: what it is, its level, and what it is about."""
 
     kind: str
-    """"vector", "rule" or "machine"."""
+    """"vector", "storage", "rule" or "machine"."""
     id: str
     level: str
     about: str = ""
@@ -65,10 +69,12 @@ def rule_level(rule_id: str) -> str:
     return ground.level.value
 
 
-def catalog(vectors: Sequence[dict[str, Any]]) -> list[Entry]:
-    """Every selectable id: the vectors, the registered rules, the machine's op families."""
+def catalog(vectors: Sequence[dict[str, Any]], stored: Sequence[dict[str, Any]] = ()) -> list[Entry]:
+    """Every selectable id: the vectors, the storage phase's cases (of the storage vectors `stored`), the registered
+    rules, the machine's op families."""
     out = [Entry("vector", str(v["id"]), str(v.get("level") or "required"), str(v.get("summary", "")),
                  tuple(v.get("rules", ()))) for v in vectors]
+    out.extend(Entry("storage", case.names[0], case.level, case.about, case.names[1:]) for case in storage_cases(stored))
     out.extend(Entry("rule", rule.id, rule_level(rule.id), rule.summary) for rule in sorted(RULES.values(), key=_order))
     out.extend(Entry("machine", f"machine:{op}", "required" + (" (an optional op)" if op in OPTIONAL_OPS else ""),
                      f"the machine's {op} requests" if op != "line" else "the machine's lines that are not requests")
@@ -93,12 +99,12 @@ class Selection:
     def active(self) -> bool:
         return bool(self.run or self.skip)
 
-    def check(self, vectors: Sequence[dict[str, Any]]) -> None:
+    def check(self, vectors: Sequence[dict[str, Any]], stored: Sequence[dict[str, Any]] = ()) -> None:
         """Raise SelectionError naming the first pattern that matches no id at all."""
-        ids = [entry.id for entry in catalog(vectors)]
+        ids = [entry.id for entry in catalog(vectors, stored)]
         for pattern in (*self.run, *self.skip):
             if not fnmatch.filter(ids, pattern):
-                raise SelectionError(f"the pattern {pattern!r} matches no vector, rule or machine family "
+                raise SelectionError(f"the pattern {pattern!r} matches no vector, storage case, rule or machine family "
                                      "(see sessionspec conform --list)")
 
     def wants(self, ids: Iterable[str]) -> bool:
@@ -114,6 +120,14 @@ class Selection:
         if len(kept) < len(vectors):
             self.left_out.append(f"{len(vectors) - len(kept):,} of {len(vectors):,} vectors")
         return kept
+
+    def storage(self, stored: Sequence[dict[str, Any]], backends: Sequence[str]) -> None:
+        """Note the storage cases (of the storage vectors `stored`, for the declared `backends`) the patterns leave
+        out: the storage phase asks `wants` of each case as it comes to it."""
+        every = list(storage_cases(stored, backends))
+        left = sum(not self.wants(case.names) for case in every)
+        if left:
+            self.left_out.append(f"{left:,} of {len(every):,} storage cases")
 
     def machine(self) -> bool:
         """Whether the machine's search runs: no `--run` pattern, or one naming a machine family or a rule; and
@@ -156,7 +170,8 @@ def listing(entries: Sequence[Entry], *, tty: bool) -> list[str]:
     if not tty:
         return [f"{e.kind}\t{e.id}\t{e.level}" for e in entries]
     lines: list[str] = []
-    for kind, heading in (("vector", "vectors"), ("rule", "rules"), ("machine", "the machine's op families")):
+    for kind, heading in (("vector", "vectors"), ("storage", "the storage phase's cases"), ("rule", "rules"),
+                          ("machine", "the machine's op families")):
         chosen = [e for e in entries if e.kind == kind]
         if not chosen:
             continue

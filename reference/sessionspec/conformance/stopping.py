@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import traceback
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Final
 
@@ -85,3 +87,15 @@ def deferred_signals() -> Iterator[None]:
         yield
     finally:
         _State.raising = raising
+
+
+def crash_report(error: BaseException, directory: Path) -> str:
+    """How a run the oracle's own fault stopped says so: the error in a line, its traceback in a file of the run's
+    directory (named, when it could be written)."""
+    path = directory / "oracle-traceback.txt"
+    try:
+        path.write_text("".join(traceback.format_exception(error)), encoding="utf-8")
+        where = f"; the traceback is in {path}"
+    except OSError:
+        where = ""
+    return f"{type(error).__name__}: {str(error)[:300]}{where}"

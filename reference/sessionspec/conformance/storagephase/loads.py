@@ -80,12 +80,17 @@ def load_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Ch
     return Checked(str(vector["id"]), "passed", time.perf_counter() - started, rules=rules, level=level)
 
 
+def repairable(vector: dict[str, Any]) -> bool:
+    """Whether a repair changes the vector's log (a torn tail, closers): the vectors the repair case is run on."""
+    expected = vector["expected"]
+    return "generator" not in vector and bool(expected.get("ok")) and bool(expected.get("torn") or expected.get("closers"))
+
+
 def repair_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Checked | None:
     """SESSION-CONFORMANCE-STORAGE.4 for a committed vector whose log a repair changes (a torn tail, closers): the
     testee's `repair-file` answers what the reference's answers for its own copy, and the repaired log then loads,
     through the reference's gate, with neither left. None for a vector with nothing to repair."""
-    expected = vector["expected"]
-    if "generator" in vector or not expected.get("ok") or not (expected.get("torn") or expected.get("closers")):
+    if not repairable(vector):
         return None
     started = time.perf_counter()
     case = f"repair:{vector['id']}"

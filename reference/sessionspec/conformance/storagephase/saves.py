@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -81,12 +83,22 @@ def deep_value(depth: int) -> list[Request]:
     return [{"type": "plugin/deep", "data": value, "ignorable": True}]
 
 
+def _builders() -> dict[str, Callable[[], list[Request]]]:
+    """Each session the check saves, by name, and how its requests are built (only when it runs)."""
+    return {**{f"drawn-{seed}": functools.partial(drawn_requests, seed) for seed in SEEDED},
+            "agent-log": lambda: _appends([event for batch in agent_log(3) for event in batch]),
+            "chunks-1030": lambda: chunk_run(1_030, 1), "chunks-100k": lambda: chunk_run(12, 100 << 10),
+            "deep-1000": lambda: deep_value(1_000)}
+
+
+def names() -> list[str]:
+    """The sessions' names, for `conform --list` and `--run`/`--skip` (`save:NAME:BACKEND`), without building them."""
+    return list(_builders())
+
+
 def sessions() -> list[tuple[str, list[Request]]]:
     """The sessions the check saves: name and requests."""
-    events = [event for batch in agent_log(3) for event in batch]
-    return [*((f"drawn-{seed}", drawn_requests(seed)) for seed in SEEDED), ("agent-log", _appends(events)),
-            ("chunks-1030", chunk_run(1_030, 1)), ("chunks-100k", chunk_run(12, 100 << 10)),
-            ("deep-1000", deep_value(1_000))]
+    return [(name, build()) for name, build in _builders().items()]
 
 
 def _plain(events: Any) -> list[Any]:
@@ -178,18 +190,23 @@ def _shortest(exchange: Exchange, name: str, requests: list[Request], backend: s
     return best
 
 
-def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path) -> list[Checked]:
-    """Every session saved in every declared backend: one case each, a divergence minimized."""
+def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
+                chosen: Callable[[str, str], bool] = lambda name, backend: True) -> list[Checked]:
+    """Every session saved in every declared backend: one case each, a divergence minimized; only the sessions and
+    backends `chosen` (`--run`/`--skip`, by `save:NAME:BACKEND`) are built and saved."""
     workdir.mkdir(parents=True, exist_ok=True)
     out: list[Checked] = []
-    for name, requests in sessions():
+    for name, build in _builders().items():
         if exchange.past_deadline:
             return out
-        started = time.perf_counter()
-        found = _attempt(exchange, name, requests, backends, workdir)
+        backends_of = tuple(backend for backend in backends if chosen(name, backend))
+        if not backends_of:
+            continue
+        requests, started = build(), time.perf_counter()
+        found = _attempt(exchange, name, requests, backends_of, workdir)
         for backend, divergent in list(found.items()):
             found[backend] = _shortest(exchange, name, requests, backend, workdir, divergent)
-        seconds = (time.perf_counter() - started) / len(backends)
+        seconds = (time.perf_counter() - started) / len(backends_of)
         out.extend(Checked(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
-                           found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends)
+                           found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends_of)
     return out
