@@ -19,6 +19,7 @@ from referencing import Registry, Resource
 from sessionspec.cli import main
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.schemacheck import SchemaError, problems
+from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 from sessionspec.resources import shipped
 
 PY = sys.executable
@@ -47,6 +48,8 @@ for line in sys.stdin.buffer:
         continue
     if fault == "no-profile" and op == "hello":
         del answer["profile"]
+    if fault == "storage-string" and op == "hello":
+        answer["storage"] = "jsonl"
     if fault == "declares-fold" and op == "hello":
         answer["ops"] = ["hello", "create", "append", "snapshot", "fold"]
     if fault == "declares-fold" and op == "fold":
@@ -64,6 +67,7 @@ for line in sys.stdin.buffer:
 FAULTS = {
     "pretty": "SESSION-CONFORMANCE-PROTOCOL.16",
     "no-profile": "SESSION-CONFORMANCE-PROTOCOL.15",
+    "storage-string": "SESSION-CONFORMANCE-PROTOCOL.15",
     "declares-fold": "SESSION-CONFORMANCE-PROTOCOL.9",
     "accepts-anything": "SESSION-CONFORMANCE-PROTOCOL.2",
     "no-event": "SESSION-CONFORMANCE-PROTOCOL.16",
@@ -121,11 +125,15 @@ def test_the_small_validator_agrees_with_jsonschema_on_every_recorded_answer_and
     for vector in vector_files.load():
         answers.extend(step["expected"] for step in vector["steps"])
         answers.append(vector["final"])
+    answers.extend(v["expected"] for v in storage_vectors.load() if "generator" not in v)  # load answers
+    hello = {"ok": True, "implementation": "i", "version": "1", "profile": "scp-0"}
+    answers.append({**hello, "storage": ["jsonl", "sqlite"]})
     broken: list[Any] = [{"ok": "yes"}, {"ok": False}, {"ok": False, "error": {"kind": "oops", "message": ""}},
                          {"ok": True, "event": {"type": "", "seq": 0, "time": 1, "data": None}},
                          {"ok": True, "nodes": [-1]}, {"ok": True, "event": {"type": "t", "seq": 0, "time": 1, "data": 1,
                                                                             "extra": 1}},
-                         {"ok": True, "surface": {"nodes": []}}, [], {"ok": True, "firstLiveSeq": True}]
+                         {"ok": True, "surface": {"nodes": []}}, [], {"ok": True, "firstLiveSeq": True},
+                         {**hello, "storage": ["jsonl", "jsonl"]}, {**hello, "storage": ["xml"]}]
     for answer in [*answers, *broken]:
         assert (not problems(answer, "answer.schema.json")) == validator.is_valid(answer), answer
     assert all(problems(answer, "answer.schema.json") for answer in broken)

@@ -5,8 +5,8 @@ a test dependency only (it holds the schemas themselves to the draft in tests/),
 core install should not grow a validator with its own dependency tree (referencing, rpds-py: a
 compiled extension) for the dozen keywords these schemas use. So this module reads the schemas'
 few shapes (draft 2020-12's `type`, `const`, `enum`, `required`, `properties`,
-`additionalProperties`, `items`, `oneOf`, `anyOf`, `$ref` within and across the published files,
-`minimum`, `minLength`, and boolean schemas) and refuses any other keyword by name, so a schema
+`additionalProperties`, `items`, `uniqueItems`, `oneOf`, `anyOf`, `$ref` within and across the
+published files, `minimum`, `minLength`, and boolean schemas) and refuses any other keyword by name, so a schema
 edited to use one fails loudly instead of being half-checked. `tests/test_10_smoke.py` holds it to
 jsonschema's verdicts on every answer of every vector.
 """
@@ -21,8 +21,8 @@ from typing import Any, Final
 from sessionspec.resources import shipped
 
 KNOWN: Final = frozenset({"$schema", "$id", "$defs", "title", "description", "type", "const", "enum", "required",
-                          "properties", "additionalProperties", "items", "oneOf", "anyOf", "$ref", "minimum",
-                          "minLength", "format", "examples"})
+                          "properties", "additionalProperties", "items", "uniqueItems", "oneOf", "anyOf", "$ref",
+                          "minimum", "minLength", "format", "examples"})
 """The keywords this validator reads (annotations among them: `title`, `description`, `format`, `examples`)."""
 TYPES: Final = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
@@ -96,6 +96,9 @@ def _check(value: Any, node: Any, root: dict[str, Any], name: str, path: str, ou
     if isinstance(value, list) and "items" in node:
         for index, item in enumerate(value):
             _check(item, node["items"], root, name, f"{path}[{index}]", out)
+    if isinstance(value, list) and node.get("uniqueItems") is True:
+        twice = [index for index, item in enumerate(value) if any(_same(item, seen) for seen in value[:index])]
+        out.extend(f"{path}[{index}]: {str(value[index])[:40]!r} is there twice" for index in twice[:1])
     for keyword in ("oneOf", "anyOf"):
         if keyword in node:
             _alternatives(value, node[keyword], keyword, root, name, path, out)

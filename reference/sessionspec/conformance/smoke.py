@@ -112,7 +112,7 @@ def _hello(out: Smoke) -> None:
         value = hello.get(name)
         out.expect(isinstance(value, str) and bool(value), HELLO, f"hello's {name} is not a non-empty string: {value!r}")
     out.expect(hello.get("profile") == PROFILE, HELLO, f"hello's profile is {hello.get('profile')!r}, not {PROFILE!r}")
-    for name in ("ops", "extensions"):
+    for name in ("ops", "extensions", "storage"):
         if name in hello:
             value = hello[name]
             out.expect(isinstance(value, list) and all(isinstance(v, str) for v in value), HELLO,

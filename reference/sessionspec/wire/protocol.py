@@ -64,8 +64,8 @@ ANSWER_KEYS = define("SESSION-CONFORMANCE-PROTOCOL.10", K.INTERNAL,
                      "an answer carries exactly the keys spec/10 gives its op, and nothing else")
 ORDER = define("SESSION-CONFORMANCE-PROTOCOL.8", K.INTERNAL,
                "a rejected request other than an append or a create reports the first failing check in spec/10's order")
-HELLO_FIELDS = define("SESSION-CONFORMANCE-PROTOCOL.15", K.INTERNAL,
-                      "hello answers implementation, version and profile scp-0; ops and extensions are lists of strings")
+HELLO_FIELDS = define("SESSION-CONFORMANCE-PROTOCOL.15", K.INTERNAL, "hello answers implementation, version and "
+                      "profile scp-0; ops, extensions and storage are lists of strings")
 ONE_ANSWER = define("SESSION-CONFORMANCE-PROTOCOL.16", K.INTERNAL,
                     "each request gets one answer line, in order, valid against answer.schema.json with its op's fields")
 
