@@ -37,6 +37,11 @@ def test_the_header_says_runner_spec_vectors_options_and_testee(live_run: tuple[
                               "python": head["runner"]["python"]}
     assert head["spec"]["digest"].startswith("sha256:") and len(head["spec"]["digest"]) == 71
     assert head["vectors"]["count"] == len(list(vector_files.DEFAULT_DIR.glob("*.json")))
+    stored = vector_files.DEFAULT_DIR / "storage"
+    assert head["vectors"]["storage"]["count"] == len(list(stored.glob("*.json"))) > 0
+    assert head["vectors"]["storage"]["digest"].startswith("sha256:") and head["vectors"]["storage"]["digest"] != \
+        head["vectors"]["digest"]
+    assert live_run[0]["vectors"]["storage"] > 0, "the storage phase's cases are counted as vectors"
     assert head["options"]["examples"] == 3 and head["options"]["timeout"] == 5
     assert head["testee"]["command"] == [*SERVE, "live"]
     assert head["testee"]["hello"]["implementation"] == "sessionspec-live" and "ops" in head["testee"]["hello"]

@@ -216,7 +216,8 @@ def test_a_misbehaving_testee_is_a_divergence_of_its_own_kind_and_the_run_ends(
     assert time.monotonic() - started < 60, "a bad testee held the run"
     assert code == 1
     data = valid_report(report)
-    assert data["vectors"] == {"passed": 0, "failed": 2, "skipped": 0, "notApplicable": 0, "notRun": 0, "total": 2}
+    assert data["vectors"] == {"passed": 0, "failed": 2, "skipped": 0, "notApplicable": 0, "notRun": 0, "total": 2,
+                               "storage": 0}
     assert {d["actual"]["error"]["kind"] for d in data["divergences"]} == {kind}
     err = capsys.readouterr().err
     assert re.search(r"reproduce: +sessionspec replay", err)

@@ -40,6 +40,7 @@ def test_the_action_script_is_green_against_our_live_store(tmp_path: Path) -> No
     assert (tmp_path / "r.xml").is_file() and (tmp_path / "r.md").read_text() == (tmp_path / "step.md").read_text()
 
 
+@pytest.mark.nightly  # three whole runs (~25 s on 2 busy cores); conform --baseline is tested by test_10_baseline.py
 def test_with_a_baseline_only_what_is_new_fails(tmp_path: Path) -> None:
     planted = f"{SERVE} planted:double-marker"
     first = action(tmp_path, planted, json=str(tmp_path / "main.json"), smoke="false")
