@@ -66,6 +66,8 @@ class Options:
     traces_dir: Path | None = None
     """Where traces go; by default a fresh directory per run, which the report names."""
     skip_vectors: bool = False
+    watch: Callable[[Any, Answer, Answer], None] | None = None
+    """Told each request the testee answered, the reference's answer and the testee's (`sessionspec replay`)."""
 
 
 @dataclass
@@ -252,6 +254,7 @@ def run(options: Options, *, trace: Trace | None = None, progress: Progress | No
         result.testee = hello(connection)
         result.capabilities = Capabilities.declared(result.testee)
         exchange = Exchange(connection, deadline=end, capabilities=result.capabilities)
+        exchange.watch = options.watch
         _phases(exchange, options, result, trace, progress, end)
     except Unrunnable as unrunnable:
         result.stopped, result.partial = f"the testee could not be run: {unrunnable}", True

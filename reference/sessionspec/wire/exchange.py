@@ -109,6 +109,8 @@ def plain_json(value: Any) -> bool:
 
 def encodable(request: Any) -> bytes | None:
     """The request as a line, or None when JSON text cannot carry it unchanged (tuples, NaN, integer keys)."""
+    if isinstance(request, bytes):  # a raw line that is not UTF-8, as a trace holds it
+        return request
     if isinstance(request, str):
         return request.encode("utf-8", "surrogatepass")
     try:
