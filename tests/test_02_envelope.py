@@ -27,7 +27,7 @@ from sessionspec.testing.builders import (
     user_message,
     with_change,
 )
-from sessionspec.testing.implementations import SessionFactory
+from sessionspec.testing.implementations import SessionFactory, factory
 from support import rejects, seed_rejects
 
 SOURCE = ["message", "source"]
@@ -59,6 +59,14 @@ def both_reject(create: SessionFactory, event_type: str, data: Any, rule: str, *
 
 
 # --- the envelope ------------------------------------------------------------------------------
+
+
+def test_an_append_request_that_is_not_an_object_is_refused_by_envelope_1(implementation: str) -> None:
+    """The Python API (no SCP line can carry a list as the request): a list or a string is refused by the
+    envelope rule, never an AttributeError, and the session is unchanged (issue 34)."""
+    session = new_session(factory(implementation))
+    for request in ([], "x/y", None):
+        rejects(session, "SESSION-EVENT-ENVELOPE.1", lambda request=request: session.append_request(request))
 
 
 def test_envelope_unknown_key_is_rejected_in_seed_and_request(create: SessionFactory) -> None:

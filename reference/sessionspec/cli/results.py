@@ -6,6 +6,11 @@ level, the run's time) takes the place of the same implementation's row in the r
 (default `adapters/results.json`), and the README's table (between its two markers) is written
 from that file. Nothing is typed by hand: the table is the runs' own counts.
 
+Outside a checkout (no README.md here), or with --print, nothing is written: the table of the
+given reports' rows (and the results file's, where there is one) is printed; `--row NAME` prints
+one implementation's row alone. `--file PATH` writes the table to any file: created with the table
+between the two markers, or its table section replaced (added at its end when it has none).
+
 With --check nothing is written: exit 1 when a report counts otherwise than its row (the time
 aside: a measurement, not a result), or when the README's table is not the file's. CI runs the
 upstream's conform with --json and checks it here, so a table that no longer says how the
@@ -24,6 +29,8 @@ from sessionspec.cli import COMMANDS
 from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import results
 
+RESULTS = Path("adapters/results.json")
+
 EPILOG = """examples:
   sessionspec conform --json live.json -- sessionspec serve --impl live
   sessionspec conform --json model.json -- sessionspec serve --impl model
@@ -37,36 +44,91 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("results", help=COMMANDS["results"], description=__doc__, epilog=EPILOG,
                                    formatter_class=HelpFormatter)
     parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT.json", help="conform --json reports")
-    parser.add_argument("--file", type=Path, default=Path("adapters/results.json"), metavar="RESULTS.json",
-                        help="the results file (default: adapters/results.json)")
-    parser.add_argument("--readme", type=Path, default=Path("README.md"), metavar="README.md",
-                        help="the Markdown file whose table is written (default: README.md)")
+    parser.add_argument("--results", type=Path, default=None, metavar="RESULTS.json",
+                        help=f"the results file (default: {RESULTS}, where it exists)")
+    parser.add_argument("--file", "--readme", dest="readme", type=Path, default=None, metavar="PATH",
+                        help="write the table into PATH, created or its table section replaced (default: README.md, "
+                             "where it exists)")
+    parser.add_argument("--print", action="store_true", help="write nothing; print the table")
+    parser.add_argument("--row", metavar="NAME", help="write nothing; print the row of implementation NAME")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file or the README is stale")
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _printed(args: argparse.Namespace) -> int:
+    """The table, or one row, of the reports (and the results file's rows, where there is one): nothing written."""
     try:
-        reports = [results.read_report(path) for path in args.reports]
-        rows = results.read_rows(args.file) if args.file.exists() or args.check else []
-        readme = args.readme.read_text(encoding="utf-8")
-        if args.check:
-            problems = results.stale(rows, reports)
-            if results.with_table(readme, rows, str(args.readme)) != readme:
-                problems.append(f"{args.readme}: the table is not {args.file}'s (run `sessionspec results`)")
-        else:
-            rows = results.merged(rows, reports)
-            table = results.with_table(readme, rows, str(args.readme))
+        rows = results.read_rows(args.results) if args.results.exists() else []
+        rows = results.merged(rows, [results.read_report(path) for path in args.reports])
     except (results.ResultsError, OSError, UnicodeDecodeError) as error:
         print(f"sessionspec results: {error}", file=sys.stderr)
         return 2
-    if args.check:
-        for problem in problems:
-            print(f"STALE {problem}")
-        print(f"{args.file}: {plural(len(rows), 'row')}, " + ("stale" if problems else "current"))
-        return 1 if problems else 0
-    args.file.parent.mkdir(parents=True, exist_ok=True)
-    args.file.write_text(results.rows_text(rows), encoding="utf-8")
-    args.readme.write_text(table, encoding="utf-8")
-    print(f"wrote {plural(len(rows), 'row')} to {args.file} and the table in {args.readme}")
+    if args.row is None:
+        print(results.table(rows))
+        return 0
+    chosen = [row for row in rows if args.row in (row.implementation, row.name)]
+    if not chosen:
+        names = ", ".join(row.name for row in rows) or "none"
+        print(f"sessionspec results: no row of {args.row!r} (rows: {names})", file=sys.stderr)
+        return 2
+    print(results.table(chosen).splitlines()[-1])
+    return 0
+
+
+def _into_file(args: argparse.Namespace, rows: list[results.Row]) -> str:
+    """The text of the file the table goes to: created, its section replaced, or the section added at its end."""
+    path: Path = args.readme
+    if not path.exists():
+        return f"{results.BEGIN}\n{results.table(rows)}\n{results.END}\n"
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("{") and results.FORMAT in text[:200]:
+        raise results.ResultsError(f"{path} is a results file: name it with --results")
+    if results.BEGIN not in text:
+        return text + ("" if text.endswith("\n") or not text else "\n") + \
+            f"\n{results.BEGIN}\n{results.table(rows)}\n{results.END}\n"
+    return str(results.with_table(text, rows, str(path)))
+
+
+def run(args: argparse.Namespace) -> int:
+    in_checkout = Path("README.md").exists()
+    args.results = args.results or RESULTS
+    if args.row is not None or args.print or (args.readme is None and not in_checkout and not args.check):
+        return _printed(args)
+    args.readme = args.readme or Path("README.md")
+    args.file = args.results
+    if not args.check:
+        return _write(args)
+    try:
+        reports = [results.read_report(path) for path in args.reports]
+        rows = results.read_rows(args.file)
+        readme = args.readme.read_text(encoding="utf-8")
+        problems = results.stale(rows, reports)
+        if results.with_table(readme, rows, str(args.readme)) != readme:
+            problems.append(f"{args.readme}: the table is not {args.file}'s (run `sessionspec results`)")
+    except (results.ResultsError, OSError, UnicodeDecodeError) as error:
+        print(f"sessionspec results: {error}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"STALE {problem}")
+    print(f"{args.file}: {plural(len(rows), 'row')}, " + ("stale" if problems else "current"))
+    return 1 if problems else 0
+
+
+def _write(args: argparse.Namespace) -> int:
+    """The rows merged into the results file (where there is one, or one was named) and the table written."""
+    keep = args.file.exists() or args.file != RESULTS
+    try:
+        rows = results.read_rows(args.file) if args.file.exists() else []
+        rows = results.merged(rows, [results.read_report(path) for path in args.reports])
+        text = _into_file(args, rows)
+    except (results.ResultsError, OSError, UnicodeDecodeError) as error:
+        print(f"sessionspec results: {error}", file=sys.stderr)
+        return 2
+    if keep:
+        args.file.parent.mkdir(parents=True, exist_ok=True)
+        args.file.write_text(results.rows_text(rows), encoding="utf-8")
+    args.readme.parent.mkdir(parents=True, exist_ok=True)
+    args.readme.write_text(text, encoding="utf-8")
+    where = f"{args.file} and " if keep else ""
+    print(f"wrote {plural(len(rows), 'row')} to {where}the table in {args.readme}")
     return 0

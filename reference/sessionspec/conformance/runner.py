@@ -77,6 +77,8 @@ class Options:
     """`--shard I/N`: this run is part I of N (vectors by index, the machine's rounds by number); `merge` joins them."""
     storage: bool = True
     """Whether the storage phase runs (spec/10, "Storage capability") when the testee's hello declares storage."""
+    watch: Callable[[Any, Answer, Answer], None] | None = None
+    """Told each request the testee answered, the reference's answer and the testee's (`sessionspec replay`)."""
 
 
 @dataclass
@@ -295,6 +297,7 @@ def run(options: Options, *, trace: Trace | None = None, progress: Progress | No
         result.testee = hello(connection)
         result.capabilities = Capabilities.declared(result.testee)
         exchange = Exchange(connection, deadline=end, capabilities=result.capabilities)
+        exchange.watch = options.watch
         _phases(exchange, options, result, trace, progress, end)
     except Unrunnable as unrunnable:
         result.stopped, result.partial = f"the testee could not be run: {unrunnable}", True

@@ -176,9 +176,29 @@ class Connection:
                 code = process.wait(timeout=0.5)
         if kind == "closed" and code is not None:
             kind, what = "exited", f"exited with code {code} {what}"
+            self._read_rest()
         self._kill()
         tail = self.stderr_tail()
         return TesteeFailure(kind, what + (f"; stderr: {tail[-600:]}" if tail else ""))
+
+    def _read_rest(self) -> None:
+        """What an exited testee wrote before it went, still in the pipe: the answers it gave are its own, and a request
+        it answered is not the one it died on (`leftover`)."""
+        process = self._process
+        if process is None or process.stdout is None:
+            return
+        while self._answers.ended is None:
+            try:
+                chunk = os.read(process.stdout.fileno(), READ_BYTES)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            self._answers.feed(chunk)
+
+    def leftover(self) -> bytes | None:
+        """The next answer line the testee wrote before it failed, or None: read without waiting, after a failure."""
+        return self._answers.lines.popleft() if self._answers.lines else None
 
     def abandon(self, kind: str, what: str) -> TesteeFailure:
         """Stop reading this process: it is killed (with its group) and the failure that says why is returned. For

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from sessionspec.preview import as_text, bounded, clipped
 from sessionspec.wire.protocol import ANSWER_KEYS, Answer
+from sessionspec.wire.trace import line_entry
 from sessionspec.wire.verdict import Breach, Verdict, judge
 
 _FIELD = re.compile(r"^(x-reentrant: )?(?:([\w-]+): expected|answer (?:has|lacks) '([\w-]+)')")
@@ -83,7 +84,8 @@ class Divergence:
         return {"source": self.source, "id": self.id, "family": self.family, "level": self.level, "op": self.op,
                 "rule": self.rule, "kind": self.kind, "breaches": [b.to_json() for b in self.breaches],
                 "expected": bounded(self.expected), "actual": bounded(self.actual), "why": self.why,
-                "trace": [bounded(request) for request in self.trace], "aftermath": self.aftermath,
+                "trace": [line_entry(request) if isinstance(request, bytes) else bounded(request)
+                          for request in self.trace], "aftermath": self.aftermath,
                 "replay": self.replay}
 
 

@@ -35,6 +35,8 @@ from sessionspec.wire.protocol import Answer, dumps
 from sessionspec.wire.verdict import Breach
 
 WINDOW: Final = 256
+READS: Final = frozenset({"hello", "snapshot", "fold", "repair"})
+"""Ops that leave the session as it is: one not sent for want of a capability keeps the two sessions alike."""
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
 GIVE_UP: Final = 3
 """Testee failures in a row (no answer between them) after which the run stops asking: a testee that answers
@@ -60,6 +62,15 @@ def _sessions_still_alike(op: str | None, expected: Answer, actual: Answer) -> b
     """Whether the testee's session is still the reference's after a divergence: a request both rejected (with
     different kinds) changed neither. Anything else changed one of them, or showed that they already differ."""
     return expected.get("ok") is False and actual.get("ok") is False
+
+
+def _parsed(raw: bytes) -> Answer:
+    """An answer line as an answer; one that is not an answer is a failure of its own (the lines after it still
+    answer the requests after it)."""
+    try:
+        return parse_answer(raw)
+    except TesteeFailure as failure:
+        return failure.answer()
 
 
 class DivergenceFound(AssertionError):
@@ -98,6 +109,8 @@ def plain_json(value: Any) -> bool:
 
 def encodable(request: Any) -> bytes | None:
     """The request as a line, or None when JSON text cannot carry it unchanged (tuples, NaN, integer keys)."""
+    if isinstance(request, bytes):  # a raw line that is not UTF-8, as a trace holds it
+        return request
     if isinstance(request, str):
         return request.encode("utf-8", "surrogatepass")
     try:
@@ -162,6 +175,9 @@ class Exchange:
         """Costly failures (COSTLY) since an incarnation last gave HEALTHY answers (see GIVE_UP)."""
         self.answered = 0
         """Answers the testee's current incarnation gave."""
+        self.watch: Callable[[Any, Answer, Answer], None] | None = None
+        """Told each request the testee answered, with the reference's answer and the testee's (`sessionspec replay`
+        prints every answer), in the order sent."""
 
     @property
     def gave_up(self) -> bool:
@@ -196,6 +212,8 @@ class Exchange:
             self.needed.append(need)
             if expected is None and (line := encodable(request)) is not None:
                 expected, _ = self.oracle.answer(line)
+            if expected is not None and expected.get("ok") is True and op_of(request) not in READS:
+                self._apart()  # the reference's session changed and the testee's did not: nothing after compares
             return expected if expected is not None else {"ok": True}
         line = encodable(request)
         if line is None:
@@ -212,10 +230,8 @@ class Exchange:
         self.pending.append((request, expected, written, self.trace, len(self.trace), breaches))
         try:
             self.connection.send(line)
-        except TesteeFailure as failure:  # owed to the oldest request in flight: it was written with this one
-            owed, owed_expected, _, trace, length, owed_breaches = self.pending.popleft()
-            self.pending.clear()
-            self._settle(owed, owed_expected, self._failed(failure.answer()), trace[:length], owed_breaches)
+        except TesteeFailure as failure:  # owed to the first request in flight it did not answer
+            self._owed(failure)
             return expected
         if len(self.pending) >= self.window:
             self._compare(self.window // 2)
@@ -225,6 +241,23 @@ class Exchange:
         """Read every answer in flight and compare; raises DivergenceFound for a new family."""
         self._compare(0)
         self.drain()
+
+    def _owed(self, failure: TesteeFailure) -> None:
+        """The testee failed while lines were written: the answers it gave before it went are compared as any are, and
+        the failure is owed to the first request it did not answer. Lines are written in batches, so the oldest one
+        in flight may have been answered (a create, before the line that killed the testee): blaming it would file
+        the failure under a trace that does not reproduce it."""
+        actual = self._failed(failure.answer())
+        while self.pending:
+            owed, owed_expected, written, trace, length, owed_breaches = self.pending.popleft()
+            raw = self.connection.leftover()
+            if raw is not None and raw == (dumps(owed_expected) if written is None else written):
+                self._watched(owed, owed_expected, owed_expected)
+                continue  # answered as the reference answers: not the one it failed on
+            if raw is not None:  # answered otherwise: that is the divergence, whatever killed it after
+                actual = _parsed(raw)
+            self.pending.clear()
+            self._settle(owed, owed_expected, actual, trace[:length], owed_breaches)
 
     def _compare(self, left: int) -> None:
         """Read and compare the oldest answers in flight until `left` are: a full window waits for the testee's
@@ -237,24 +270,27 @@ class Exchange:
                 self.pending.clear()
                 self._settle(request, expected, self._failed(failure.answer()), trace[:length], breaches)
                 continue
-            reference = dumps(expected) if written is None else written
-            if raw == reference:
-                self._answer_came()
-                continue
-            if len(raw) > OVERSIZED_FACTOR * len(reference) + OVERSIZED_SLACK:
-                # Not read, and nor is anything after it: the process goes, as after a failure to answer.
-                self.pending.clear()
-                abandoned = self.connection.abandon("overflow", f"an answer of {len(raw):,} bytes where the "
-                                                                f"reference's has {len(reference):,}: not read")
-                self._settle(request, expected, self._failed(abandoned.answer()), trace[:length], breaches)
-                continue
+            self._answered(request, expected, written, raw, trace[:length], breaches)
+
+    def _answered(self, request: Any, expected: Answer, written: bytes | None, raw: bytes, trace: list[Any],
+                  breaches: tuple[Breach, ...]) -> None:
+        """One answer line compared with the reference's answer to its request."""
+        reference = dumps(expected) if written is None else written
+        if raw == reference:
             self._answer_came()
-            try:
-                actual = parse_answer(raw)
-            except TesteeFailure as failure:  # not an answer; the lines after it still answer the requests after it
-                actual = failure.answer()
-            del raw
-            self._settle(request, expected, actual, trace[:length], breaches)
+            self._watched(request, expected, expected)
+            return
+        if len(raw) > OVERSIZED_FACTOR * len(reference) + OVERSIZED_SLACK:
+            # Not read, and nor is anything after it: the process goes, as after a failure to answer.
+            self.pending.clear()
+            abandoned = self.connection.abandon("overflow", f"an answer of {len(raw):,} bytes where the "
+                                                            f"reference's has {len(reference):,}: not read")
+            self._settle(request, expected, self._failed(abandoned.answer()), trace, breaches)
+            return
+        self._answer_came()
+        actual = _parsed(raw)
+        del raw
+        self._settle(request, expected, actual, trace, breaches)
 
     def _answer_came(self) -> None:
         self.streak = 0
@@ -271,9 +307,14 @@ class Exchange:
         self.answered = 0
         return answer
 
+    def _watched(self, request: Any, expected: Answer, actual: Answer) -> None:
+        if self.watch is not None:
+            self.watch(request, expected, actual)
+
     def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any],
                 breaches: tuple[Breach, ...] = ()) -> None:
         op = op_of(request)
+        self._watched(request, expected, actual)
         if not self.connection.running and not self.quiet:
             self.connection.restart()
             self.quiet = True  # the new process has no session: nothing after this point can be compared
@@ -305,9 +346,14 @@ class Exchange:
         else:
             self.met.setdefault(found.family, found)
         if not (self.connection.running and _sessions_still_alike(op, expected, actual)):
-            self.quiet = True  # the sessions differ from here on: what is in flight compares nothing
-            self.apart = not self.resyncing
-            self.drain()
+            self._apart()
+
+    def _apart(self) -> None:
+        """The sessions differ from here on: what is in flight compares nothing, and the search (collecting) gives both
+        sides the reference's session at the next request, so a trace starts from a session both hold."""
+        self.quiet = True
+        self.apart = not self.resyncing
+        self.drain()
 
     def _resync(self) -> None:
         """Both sides given the reference's session again, compared as any request is: a fresh session and its events

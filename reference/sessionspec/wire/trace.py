@@ -1,16 +1,22 @@
 """The one trace format: what `conform`, the machines and the explorer write, and `sessionspec replay` reads.
 
 A trace is the requests that reproduce a finding, in the protocol's request shapes, from the
-`create` that starts it: `{"format": "sessionspec-trace/2", "id", "source", "implementation",
+`create` that starts it: `{"format": "sessionspec-trace/3", "id", "source", "implementation",
 "requests": [...]}` plus whatever the writer adds for people (`rule`, `family`, `why`). A request
 is an object, or a string: a raw line sent as it is (a line that is not JSON, or a value nested
-deeper than a JSON document should hold). In-process writers may hold values JSON cannot (the
+deeper than a JSON document should hold), or, for a raw line that is not valid UTF-8, its bytes
+as `{"$line-base64": "..."}`: a JSON string cannot hold such bytes, and the surrogate escape
+Python would write (`"\udcff"`) is read by every other language as the character U+DCFF, so
+another reader would send other bytes. In-process writers may hold values JSON cannot (the
 machine's deliberately invalid data: tuples, NaN, integer keys); they are written as tagged
 objects (`{"$tuple": [...]}`) and restored on reading, so a replay sends exactly what was sent.
+Format 2 (without `$line-base64`) is still read. `spec/schema/trace.schema.json` is the shape.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import math
@@ -26,7 +32,10 @@ from sessionspec.preview import clipped, shown
 from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.protocol import dumps
 
-FORMAT: Final = "sessionspec-trace/2"
+FORMAT: Final = "sessionspec-trace/3"
+READABLE: Final = ("sessionspec-trace/2", FORMAT)
+"""The formats this build reads: 3 added `$line-base64`, so a trace of 2 reads the same."""
+LINE_BYTES: Final = "$line-base64"
 SOURCES: Final = ("conform", "machine", "explore", "vector", "replay")
 MAX_TRACE_BYTES: Final = 256 << 20
 """Four request lines at the protocol's line bound: a file larger than that is not a trace anyone wrote."""
@@ -50,7 +59,7 @@ class Trace:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "id": self.id, "source": self.source, "implementation": self.implementation,
-                **self.notes, "requests": [_written(request) for request in self.requests]}
+                **self.notes, "requests": [written(request) for request in self.requests]}
 
 
 # --- values JSON cannot hold --------------------------------------------------------------------
@@ -121,10 +130,40 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _written(request: Any) -> Any:
-    if isinstance(request, str) or _depth(request, MAX_OBJECT_DEPTH) < MAX_OBJECT_DEPTH:
-        return request if isinstance(request, str) else encode(request)
-    return dumps(request).decode("utf-8")
+def line_entry(line: str | bytes) -> str | dict[str, str]:
+    """A raw line as a trace holds it: the string when the line is valid UTF-8, else its bytes in base64. In memory
+    a line that is not (a lone surrogate, as the machine sends one) is the str whose `surrogatepass` encoding is its
+    bytes, or the bytes themselves."""
+    raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return {LINE_BYTES: base64.b64encode(raw).decode("ascii")}
+
+
+def _line_read(entry: Any) -> Any:
+    """A request as read: `{"$line-base64": ...}` back to its exact bytes (as the str the runner holds such a line
+    as, when it has one: lone surrogates, encoded with `surrogatepass`), anything else as it is."""
+    if not (isinstance(entry, dict) and len(entry) == 1 and LINE_BYTES in entry):
+        return entry
+    text = entry[LINE_BYTES]
+    try:
+        raw = base64.b64decode(text.encode("ascii") if isinstance(text, str) else b"!", validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise TraceError(f"not a sessionspec trace: {LINE_BYTES} holds {shown(text)}, not base64") from None
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return raw
+
+
+def written(request: Any) -> Any:
+    """`request` as a trace holds it: a JSON value that reads back to exactly what was sent."""
+    if isinstance(request, (str, bytes)):
+        return line_entry(request)
+    if _depth(request, MAX_OBJECT_DEPTH) < MAX_OBJECT_DEPTH:
+        return encode(request)
+    return line_entry(dumps(request))
 
 
 # --- files -------------------------------------------------------------------------------------
@@ -178,12 +217,13 @@ def parse_trace(text: str) -> Trace:
         document = json.loads(text, object_hook=_decode_tags)
     except (ValueError, RecursionError, TypeError) as error:
         raise TraceError(f"not a sessionspec trace: not JSON ({str(error)[:120]})") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+    if not isinstance(document, dict) or document.get("format") not in READABLE:
         found = document.get("format") if isinstance(document, dict) else type(document).__name__
         raise TraceError(f"not a sessionspec trace: format {shown(found)}, expected {FORMAT!r}")
     requests = document.get("requests")
     if not isinstance(requests, list) or not all(isinstance(r, (dict, str)) for r in requests):
         raise TraceError("not a sessionspec trace: `requests` must be a list of request objects or lines")
+    requests = [_line_read(request) for request in requests]
     source = document.get("source")
     implementation = document.get("implementation")
     notes = {k: v for k, v in document.items() if k not in ("format", "id", "source", "implementation", "requests")}
