@@ -30,10 +30,10 @@ from sessionspec.conformance.verify import Flaky, verify
 from sessionspec.wire.capabilities import CORE_OPS, NOT_APPLICABLE, Capabilities
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
 from sessionspec.wire.compare import describe
-from sessionspec.wire.divergence import Divergence
+from sessionspec.wire.divergence import Divergence, write_traces
 from sessionspec.wire.exchange import GIVE_UP, HEALTHY, DivergenceFound, Exchange
 from sessionspec.wire.protocol import Answer
-from sessionspec.wire.trace import Trace, fresh_directory, write_traces
+from sessionspec.wire.trace import Trace, fresh_directory
 from sessionspec.wire.verdict import breaches_from_json
 
 OK, DIVERGED, UNRUNNABLE = 0, 1, 2

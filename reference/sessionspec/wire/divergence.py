@@ -10,12 +10,14 @@ families; a failure list names families (or vector ids) known to diverge.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.preview import as_text, bounded, clipped
 from sessionspec.wire.protocol import ANSWER_KEYS, Answer
-from sessionspec.wire.trace import line_entry
+from sessionspec.wire.trace import Trace, line_entry, write_trace
 from sessionspec.wire.verdict import Breach, Verdict, judge
 
 _FIELD = re.compile(r"^(x-reentrant: )?(?:([\w-]+): expected|answer (?:has|lacks) '([\w-]+)')")
@@ -130,3 +132,19 @@ def kept(answer: Answer) -> Answer:
 
 SHOWN_KEYS: Final = 64
 """Keys of a large answer (and of its error) a divergence keeps."""
+
+
+def write_traces(found: Iterable[Divergence], folder: Path, replay: Path | None = None) -> None:
+    """Each divergence's requests as a trace file in `folder`, named in its `replay` for the one-line reproduction (a
+    replay's divergences name the trace replayed). A file that cannot be written leaves its divergence without one,
+    never the run without a report."""
+    for each in found:
+        if each.source == "replay" and replay is not None:
+            each.replay = str(replay)
+            continue
+        trace = Trace(each.trace, "conform" if each.source == "machine" else each.source, each.id, None,
+                      {"family": each.family, "level": each.level, "rule": each.rule, "why": each.why})
+        try:
+            each.replay = str(write_trace(trace, folder))
+        except (OSError, ValueError):
+            each.replay = None

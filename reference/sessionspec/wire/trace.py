@@ -23,13 +23,12 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.preview import clipped, shown
-from sessionspec.wire.divergence import Divergence
 from sessionspec.wire.protocol import dumps
 
 FORMAT: Final = "sessionspec-trace/3"
@@ -192,23 +191,6 @@ def write_trace(trace: Trace, directory: Path | None = None) -> Path:
     path = folder / f"{stem}-{digest}.json"
     path.write_text(text, encoding="ascii")
     return path
-
-
-def write_traces(found: Iterable[Divergence], folder: Path, replay: Path | None = None) -> None:
-    """Each divergence's requests as a trace file in `folder`, named in its `replay` for the one-line reproduction (a
-    replay's divergences name the trace replayed). A file that cannot be written leaves its divergence without one,
-    never the run without a report."""
-    for divergence in found:
-        if divergence.source == "replay" and replay is not None:
-            divergence.replay = str(replay)
-            continue
-        trace = Trace(divergence.trace, "conform" if divergence.source == "machine" else divergence.source,
-                      divergence.id, None, {"family": divergence.family, "level": divergence.level,
-                                            "rule": divergence.rule, "why": divergence.why})
-        try:
-            divergence.replay = str(write_trace(trace, folder))
-        except (OSError, ValueError):
-            divergence.replay = None
 
 
 def parse_trace(text: str) -> Trace:
