@@ -40,8 +40,9 @@ from pathlib import Path
 TREE = Path(__file__).resolve().parents[1]
 PY = sys.executable
 SERVE = [PY, "-m", "sessionspec", "serve", "--impl", "live"]
-PYTEST = [PY, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "mutation_profile", "--hypothesis-profile=mutation"]
-"""pytest, stopping at the first failure, under the ci profile without shrinking (mutation_profile.py)."""
+PYTEST = [PY, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", "-p", "mutation_profile", "--hypothesis-profile=mutation"]
+"""pytest on one core (the lane runs mutants side by side), stopping at the first failure, under the ci profile
+without shrinking (mutation_profile.py)."""
 
 STAGES: dict[str, dict[str, list[str]]] = {
     "live": {

@@ -166,6 +166,7 @@ def test_an_answer_far_larger_than_the_references_is_not_read_and_counts_toward_
     assert peak < 512 << 10, f"the runner reached {peak // 1024} MB"
 
 
+@pytest.mark.nightly  # 30 s: the deep class itself ends with its report in the default run
 def test_a_deep_answer_is_kept_as_a_bounded_preview(tmp_path: Path, two_vectors: Path) -> None:
     code, report, _, peak, pids = run_conform(tmp_path, Hostile("deep", 100_000), "--examples", "20",
                                                     "--vectors", str(two_vectors))

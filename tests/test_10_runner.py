@@ -126,6 +126,7 @@ LITERALS = "\n".join(f"L{n} = ({n * 7919 + 13}, {str(n * 104729)!r}, {n + 2.5!r}
 """A module of literals no module of ours holds: Hypothesis would draw them once the module is imported."""
 
 
+@pytest.mark.nightly  # two whole runs (30 s); the default run's own reproducibility is held by the planted families' test
 def test_a_conform_run_finds_the_same_whatever_the_process_imported_before(
         tmp_path: Path, few_vectors: Path) -> None:
     """A run is a function of its arguments: two in-process runs, the second after importing a module of new

@@ -222,6 +222,7 @@ ISSUE_CASES = (("header", "cwd"), ("header", "id"), ("header", "version"), ("app
 """The cases the issue measured (a RecursionError for the deep value, a 10 MB message for the string), at its sizes."""
 
 
+@pytest.mark.nightly  # 20 s an implementation: the smaller sizes above run by default
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_the_issues_cases_at_full_size(impl: str) -> None:
     create = factory(impl)
