@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,8 @@ def conform(directory: Path, name: str, *extra: str) -> Path:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     directory = tmp_path_factory.mktemp("shards")
     return {"whole": conform(directory, "whole"), "1": conform(directory, "part-1", "--shard", "1/2"),
-            "2": conform(directory, "part-2", "--shard", "2/2"), "dir": directory}
+            "2": conform(directory, "part-2", "--shard", "2/2"), "jobs": conform(directory, "jobs", "--jobs", "2"),
+            "dir": directory}
 
 
 def comparable(report: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +61,39 @@ def test_merged_shards_equal_the_unsharded_run_with_the_same_seed(runs: dict[str
     assert all(p["header"]["options"]["shard"][1] == 2 for p in parts)
     assert comparable(joined) == comparable(whole)
     assert joined["header"]["seed"] == 7 and joined["header"]["parts"] == [str(runs["1"]), str(runs["2"])]
+
+
+def test_jobs_runs_the_shards_at_once_and_finds_what_one_job_finds(runs: dict[str, Path]) -> None:
+    """`--jobs 2`: two testees, one report, the same families and numbers as `--jobs 1` with the same seed."""
+    jobs, whole = valid_report(runs["jobs"]), valid_report(runs["whole"])
+    assert comparable(jobs) == comparable(whole)
+    assert len(jobs["header"]["parts"]) == 2 and jobs["footer"]["complete"]
+
+
+@pytest.mark.parametrize("refused", [["--fix", "--failures", "known.txt"], ["--shard", "1/2"], ["--jobs", "0"],
+                                     ["--baseline", "old.json"]])
+def test_jobs_refuses_what_one_whole_run_must_do(refused: list[str], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old.json"
+    old.write_text("{}")
+    words = [word.replace("old.json", str(old)).replace("known.txt", str(tmp_path / "known.txt")) for word in refused]
+    jobs = [] if "--jobs" in words else ["--jobs", "2"]
+    code = main(["conform", *jobs, *words, "--", *SERVE, "live"])
+    assert code == 2 and "--jobs" in capsys.readouterr().err
+
+
+def test_a_signal_to_jobs_reaches_every_shard_and_keeps_the_merged_report(tmp_path: Path) -> None:
+    """SIGTERM to `conform --jobs 2`: each shard writes its part, the parts are merged, exit 143."""
+    report = tmp_path / "stopped.json"
+    process = subprocess.Popen([sys.executable, "-m", "sessionspec", "conform", "--jobs", "2", "--examples", "400",
+                                "--json", str(report), "--", *SERVE, "live"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    time.sleep(8)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, err.decode()[-2000:]
+    merged = valid_report(report)
+    assert not merged["footer"]["complete"] and len(merged["header"]["parts"]) == 2
 
 
 def test_a_seed_is_printed_and_changes_the_search(runs: dict[str, Path]) -> None:

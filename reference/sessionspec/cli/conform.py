@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sessionspec.cli import COMMANDS
+from sessionspec.cli import COMMANDS, jobs
 from sessionspec.cli.progress import Progress
 from sessionspec.cli.words import HelpFormatter, plural
 from sessionspec.conformance import (
@@ -97,6 +97,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--shard", type=_shard, metavar="I/N",
                         help="run part I of N (the vectors by index, the machine's rounds by number); "
                              "sessionspec merge joins the parts' --json reports into the whole's")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="run the N shards of the run at once, each with its own testee, and merge their reports "
+                             "(the same families as --jobs 1 with the same --seed; default 1)")
     parser.add_argument("--smoke", action="store_true",
                         help="check only that the adapter speaks the protocol (hello, each declared op, one answer a "
                              "line, unknown ops refused), in seconds; findings are the adapter's")
@@ -196,6 +199,10 @@ def run(args: argparse.Namespace) -> int:
         return runner.UNRUNNABLE
     if args.smoke:
         return _smoke(command, args.timeout)
+    why = jobs.refused(args) if args.jobs != 1 else None
+    if why is not None:
+        print(f"sessionspec conform: {why}", file=sys.stderr)
+        return runner.UNRUNNABLE
     entries: list[failures.Entry] = []
     try:
         if args.failures is not None and not args.failures.exists() and not args.fix:
@@ -208,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError, ValueError, TraceError, baseline.BaselineError) as error:
         print(f"sessionspec conform: {error}", file=sys.stderr)
         return runner.UNRUNNABLE
+    if args.jobs != 1:
+        return jobs.run_jobs(args, command)
     try:
         with stop_on_signals(), Progress("conform") as bar:
             result = runner.run(options, trace=trace, progress=lambda phase, done, total: bar(done, total, phase))

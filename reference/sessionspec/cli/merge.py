@@ -52,21 +52,26 @@ def run(args: argparse.Namespace) -> int:
     except (baseline.BaselineError, merge.MergeError, KeyError, TypeError) as error:
         print(f"sessionspec merge: {error!s}", file=sys.stderr)
         return 2
-    numbers = whole["summary"]
-    print(f"merge {whole['testee'].get('implementation', '?')}: " + ", ".join(f"{count:,} {name}"
-          for name, count in numbers.items()) + f" ({plural(len(parts), 'part')}, {whole['machine']['examples']:,} "
-          "machine examples)")
-    for level in ("required", "recommended"):
-        print(f"  {level}: {plural(whole['levels'][level]['families'], 'family')}")
+    print_summary(whole, len(parts))
     try:
-        _write(args, whole)
+        write(args, whole)
     except OSError as error:
         print(f"sessionspec merge: cannot write the report: {error}", file=sys.stderr)
         return 2
-    return 1 if numbers["unexpected"] else 0
+    return 1 if whole["summary"]["unexpected"] else 0
 
 
-def _write(args: argparse.Namespace, whole: dict[str, Any]) -> None:
+def print_summary(whole: dict[str, Any], parts: int) -> None:
+    """The whole's numbers and its families per level (`conform --jobs` prints the same)."""
+    print(f"merge {whole['testee'].get('implementation', '?')}: " + ", ".join(f"{count:,} {name}"
+          for name, count in whole["summary"].items()) + f" ({plural(parts, 'part')}, {whole['machine']['examples']:,} "
+          "machine examples)")
+    for level in ("required", "recommended"):
+        print(f"  {level}: {plural(whole['levels'][level]['families'], 'family')}")
+
+
+def write(args: argparse.Namespace, whole: dict[str, Any]) -> None:
+    """The whole's --json, --junit and --markdown, where `args` names them."""
     if args.json is not None:
         args.json.write_text(json.dumps(whole, indent=1, ensure_ascii=True) + "\n", encoding="utf-8")
     if args.junit is not None:
