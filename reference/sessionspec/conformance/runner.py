@@ -26,6 +26,7 @@ from sessionspec.conformance.selection import Selection
 from sessionspec.conformance.stopping import Interrupted, crash_report, deferred_signals, received
 from sessionspec.conformance.storagephase import Settings, declared, run_phase
 from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
+from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.conformance.verify import Flaky, verify
 from sessionspec.wire.capabilities import CORE_OPS, NOT_APPLICABLE, Capabilities
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure
@@ -79,25 +80,6 @@ class Options:
     """Whether the storage phase runs (spec/10, "Storage capability") when the testee's hello declares storage."""
     watch: Callable[[Any, Answer, Answer], None] | None = None
     """Told each request the testee answered, the reference's answer and the testee's (`sessionspec replay`)."""
-
-
-@dataclass
-class VectorOutcome:
-    """One vector's outcome: passed, failed (with its divergence) or skipped (with why), and how long it took."""
-
-    id: str
-    status: str
-    seconds: float = 0.0
-    divergence: Divergence | None = None
-    reason: str = ""
-    rules: tuple[str, ...] = ()
-    """The rules the vector covers (its first is the one it is about): what its outcome counts for."""
-    level: str | None = None
-    """The vector's level (spec/10, "Vectors"): where its rules are required, or only recommended (an append)."""
-    not_run: bool = False
-    """Skipped because the run stopped before it (the deadline, a signal, a testee declared unusable)."""
-    storage: bool = False
-    """A case of the storage phase (a storage vector, a repair, a save, a crash trial), counted as a vector is."""
 
 
 @dataclass
@@ -245,8 +227,9 @@ def _run_storage(exchange: Exchange, options: Options, result: Result, progress:
     if chosen.active:
         chosen.storage(storage_vectors.load(settings.vectors_dir), declared(result.testee))
     checked = run_phase(exchange, result.testee, settings, progress)
-    result.vectors.extend(VectorOutcome(c.id, c.status, c.seconds, c.divergence, c.reason, c.rules, c.level,
-                                        storage=True) for c in checked)
+    for case in checked:
+        case.storage = True
+    result.vectors.extend(checked)
     result.divergences.extend(c.divergence for c in checked if c.divergence is not None)
     result.storage_seconds = time.perf_counter() - started
 

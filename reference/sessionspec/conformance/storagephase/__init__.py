@@ -8,7 +8,7 @@ SIGKILL while it appends to an attached log (`crash`). A vector of a backend the
 declare, or every one when it declares none, is `not applicable`, never a failure: a testee
 without persistence is not a failing one.
 
-Each outcome has the fields of `runner.VectorOutcome` (the runner makes one of each), so the
+Each outcome is a `VectorOutcome`, the record a vector's outcome is (the runner marks it `storage`), so the
 reports count and show storage cases as they count vectors, and each divergence is filed under
 its family (`load:RULE VERDICT`, `save:SESSION-CONFORMANCE-STORAGE.2 differs:...`,
 `attach:SESSION-CONFORMANCE-STORAGE.3 differs:events`) like any other.
@@ -29,8 +29,9 @@ from typing import Any
 
 from sessionspec.conformance.storagephase import saves
 from sessionspec.conformance.storagephase.crash import crash_trials
-from sessionspec.conformance.storagephase.loads import Checked, load_vector, repair_vector, repairable
+from sessionspec.conformance.storagephase.loads import load_vector, repair_vector, repairable
 from sessionspec.conformance.storagevectors import vectorfiles
+from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.wire.capabilities import NOT_APPLICABLE
 from sessionspec.wire.exchange import Exchange
 from sessionspec.wire.protocol import Answer
@@ -42,7 +43,7 @@ from sessionspec.wire.storageops import (
     SAVES_WHAT_LOADS,
 )
 
-__all__ = ["NOT_APPLICABLE", "Case", "Checked", "Settings", "cases", "declared", "run_phase"]
+__all__ = ["NOT_APPLICABLE", "Case", "Settings", "cases", "declared", "run_phase"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class Case:
     level: str
     about: str
     rules: tuple[str, ...]
-    """What its outcome counts for (`Checked.rules`): a load its vector's rules, the others their own rule."""
+    """What its outcome counts for (`VectorOutcome.rules`): a load its vector's rules, the others their own rule."""
 
 
 def _load(vector: dict[str, Any]) -> Case:
@@ -123,11 +124,11 @@ def declared(testee: Answer) -> tuple[str, ...]:
 
 
 def run_phase(exchange: Exchange, testee: Answer, settings: Settings,
-              progress: Callable[[str, int, int], None] | None = None) -> list[Checked]:
+              progress: Callable[[str, int, int], None] | None = None) -> list[VectorOutcome]:
     """Every storage case selected and in the shard: each vector loaded (or not applicable), then the save check and
     the crash trial."""
     backends = declared(testee)
-    out: list[Checked] = []
+    out: list[VectorOutcome] = []
     every = vectorfiles.load(settings.vectors_dir)
     vectors = [v for number, v in enumerate(every) if _in_shard(settings.shard, number)]
     for number, vector in enumerate(vectors):
@@ -159,14 +160,14 @@ def run_phase(exchange: Exchange, testee: Answer, settings: Settings,
     return out
 
 
-def _not_applicable(vector: dict[str, Any], backends: tuple[str, ...]) -> Checked:
+def _not_applicable(vector: dict[str, Any], backends: tuple[str, ...]) -> VectorOutcome:
     # Worded as the runner's vectors are ("needs NEED, ..."), so the report counts them under one need.
     why = (f"needs storage {vector.get('backend')}, which the testee does not declare (it declares {', '.join(backends)})"
            if backends else "needs storage, which the testee does not declare (hello has no storage)")
-    return Checked(str(vector.get("id")), NOT_APPLICABLE, reason=why, rules=tuple(vector.get("rules", ())),
+    return VectorOutcome(str(vector.get("id")), NOT_APPLICABLE, reason=why, rules=tuple(vector.get("rules", ())),
                    level=vector.get("level"))
 
 
-def _not_run(vector: dict[str, Any], why: str) -> Checked:
-    return Checked(str(vector.get("id")), "skipped", reason=why if why.startswith("a generated") else f"not run: {why}", rules=tuple(vector.get("rules", ())),
+def _not_run(vector: dict[str, Any], why: str) -> VectorOutcome:
+    return VectorOutcome(str(vector.get("id")), "skipped", reason=why if why.startswith("a generated") else f"not run: {why}", rules=tuple(vector.get("rules", ())),
                    level=vector.get("level"))

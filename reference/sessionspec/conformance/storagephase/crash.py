@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from sessionspec import live, storage
-from sessionspec.conformance.storagephase.loads import Checked
 from sessionspec.conformance.storagevectors.builders import agent_log
 from sessionspec.conformance.storagevectors.cases import SUFFIX
+from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.errors import SpecViolation
 from sessionspec.levels import Level
 from sessionspec.wire.client import Connection, TesteeFailure
@@ -95,11 +95,11 @@ def _judge(path: Path, acknowledged: list[Any], fresh: Connection) -> list[str]:
 
 
 def crash_trials(command: list[str], backends: tuple[str, ...], workdir: Path, *, timeout: float,
-                 seed: int) -> list[Checked]:
+                 seed: int) -> list[VectorOutcome]:
     """Each declared backend's trials, one case per backend; one fresh testee loads every trial's log."""
     workdir.mkdir(parents=True, exist_ok=True)
     appends = requests()
-    out: list[Checked] = []
+    out: list[VectorOutcome] = []
     fresh = Connection(command, timeout=timeout)
     try:
         fresh.start()
@@ -107,14 +107,14 @@ def crash_trials(command: list[str], backends: tuple[str, ...], workdir: Path, *
     except TesteeFailure as failure:
         fresh.close()
         why = [f"a fresh testee to load the logs could not be started: {failure.message}"]
-        return [Checked(f"crash:{backend}", "failed", 0.0, divergence("vector", f"crash:{backend}", "load", {"ok": True},
+        return [VectorOutcome(f"crash:{backend}", "failed", 0.0, divergence("vector", f"crash:{backend}", "load", {"ok": True},
                                                                        failure.answer(), [], why),
                         rules=(ACKNOWLEDGED_DURABLE,), level=Level.RECOMMENDED.value) for backend in backends]
     try:
         for backend in backends:
             begun = time.perf_counter()
             found = _backend_trials(command, backend, workdir, appends, seed, timeout, fresh)
-            out.append(Checked(f"crash:{backend}", "passed" if found is None else "failed",
+            out.append(VectorOutcome(f"crash:{backend}", "passed" if found is None else "failed",
                                time.perf_counter() - begun, found, rules=(ACKNOWLEDGED_DURABLE,),
                                level=Level.RECOMMENDED.value))
     finally:

@@ -6,32 +6,19 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.conformance.storagevectors import vectorfiles
+from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.rules import RULES
-from sessionspec.wire.divergence import Divergence, divergence
+from sessionspec.wire.divergence import divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
 from sessionspec.wire.storageops import REPAIRS_AS_REFERENCE
 from sessionspec.wire.verdict import Breach
 
 LARGE_TIMEOUT: Final = 120.0
 """The answer timeout, in seconds, for a generated log at a bound (65,536 events, a 64 MiB line)."""
-
-
-@dataclass
-class Checked:
-    """One storage case's outcome, with `runner.VectorOutcome`'s fields (the runner makes one of each)."""
-
-    id: str
-    status: str
-    seconds: float = 0.0
-    divergence: Divergence | None = None
-    reason: str = ""
-    rules: tuple[str, ...] = ()
-    level: str | None = None
 
 
 def breaches(rules: tuple[str, ...]) -> tuple[Breach, ...]:
@@ -52,7 +39,7 @@ def expected_of(vector: dict[str, Any], path: Path) -> dict[str, Any]:
     return computed
 
 
-def load_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Checked:
+def load_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> VectorOutcome:
     """One storage vector: its log materialized in a directory of its own (kept: a divergence's reproduction loads it
     again), sent as `load`, compared with the expected answer."""
     started = time.perf_counter()
@@ -71,13 +58,13 @@ def load_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Ch
         exchange.send(request, expected=expected, breaches=breaches(rules) if not expected.get("ok") else ())
         exchange.flush()
     except DivergenceFound as found:
-        return Checked(str(vector["id"]), "failed", time.perf_counter() - started, found.divergence, rules=rules,
+        return VectorOutcome(str(vector["id"]), "failed", time.perf_counter() - started, found.divergence, rules=rules,
                        level=level)
     finally:
         exchange.connection.timeout = timeout
     if vector.get("generator") is not None:
         path.unlink(missing_ok=True)  # a generated log can be large; the trace names its generator
-    return Checked(str(vector["id"]), "passed", time.perf_counter() - started, rules=rules, level=level)
+    return VectorOutcome(str(vector["id"]), "passed", time.perf_counter() - started, rules=rules, level=level)
 
 
 def repairable(vector: dict[str, Any]) -> bool:
@@ -86,7 +73,7 @@ def repairable(vector: dict[str, Any]) -> bool:
     return "generator" not in vector and bool(expected.get("ok")) and bool(expected.get("torn") or expected.get("closers"))
 
 
-def repair_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> Checked | None:
+def repair_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> VectorOutcome | None:
     """SESSION-CONFORMANCE-STORAGE.4 for a committed vector whose log a repair changes (a torn tail, closers): the
     testee's `repair-file` answers what the reference's answers for its own copy, and the repaired log then loads,
     through the reference's gate, with neither left. None for a vector with nothing to repair."""
@@ -106,7 +93,7 @@ def repair_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> 
         exchange.send({"op": "repair-file", "path": str(path), "session": vector.get("session")}, expected=answer)
         exchange.flush()
     except DivergenceFound as found:
-        return Checked(case, "failed", time.perf_counter() - started, found.divergence, rules=(REPAIRS_AS_REFERENCE,),
+        return VectorOutcome(case, "failed", time.perf_counter() - started, found.divergence, rules=(REPAIRS_AS_REFERENCE,),
                        level="required")
     after = vectorfiles.expected_answer(path, vector.get("session"))
     why = [] if after.get("ok") and after["torn"] is None and not after["closers"] else \
@@ -114,5 +101,5 @@ def repair_vector(exchange: Exchange, vector: dict[str, Any], workdir: Path) -> 
     broken = divergence("vector", case, "repair-file", answer, answer, [*exchange.trace], why) if why else None
     if broken is not None:
         broken.named = REPAIRS_AS_REFERENCE
-    return Checked(case, "passed" if broken is None else "failed", time.perf_counter() - started, broken,
+    return VectorOutcome(case, "passed" if broken is None else "failed", time.perf_counter() - started, broken,
                    rules=(REPAIRS_AS_REFERENCE,), level="required")

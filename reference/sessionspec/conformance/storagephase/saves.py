@@ -27,9 +27,9 @@ import zstandard
 
 from sessionspec import live, storage
 from sessionspec.catalog import DEFAULT_CATALOG
-from sessionspec.conformance.storagephase.loads import Checked
 from sessionspec.conformance.storagevectors.builders import agent_log
 from sessionspec.conformance.storagevectors.cases import SUFFIX
+from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import thaw
 from sessionspec.testing.choose import replacement, seeded, valid_append
@@ -191,11 +191,11 @@ def _shortest(exchange: Exchange, name: str, requests: list[Request], backend: s
 
 
 def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
-                chosen: Callable[[str, str], bool] = lambda name, backend: True) -> list[Checked]:
+                chosen: Callable[[str, str], bool] = lambda name, backend: True) -> list[VectorOutcome]:
     """Every session saved in every declared backend: one case each, a divergence minimized; only the sessions and
     backends `chosen` (`--run`/`--skip`, by `save:NAME:BACKEND`) are built and saved."""
     workdir.mkdir(parents=True, exist_ok=True)
-    out: list[Checked] = []
+    out: list[VectorOutcome] = []
     for name, build in _builders().items():
         if exchange.past_deadline:
             return out
@@ -207,6 +207,6 @@ def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
         for backend, divergent in list(found.items()):
             found[backend] = _shortest(exchange, name, requests, backend, workdir, divergent)
         seconds = (time.perf_counter() - started) / len(backends_of)
-        out.extend(Checked(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
+        out.extend(VectorOutcome(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
                            found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends_of)
     return out
