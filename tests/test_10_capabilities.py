@@ -16,58 +16,10 @@ from sessionspec.storage.formats import FORMATS
 from sessionspec.wire.capabilities import BACKENDS, CORE_OPS, Capabilities
 from sessionspec.wire.compare import differences
 from sessionspec.wire.divergence import divergence
+from starter import starter
 from support import valid_report
 
 PY = sys.executable
-
-# A starter testee, as a newcomer writes one from README and spec/10: hello, create without seed or header, and
-# log-only appends; everything else `unsupported`. argv[1]: the ops it lists in hello ("-" lists none); argv[2]
-# "pad" adds a key to every answer.
-STARTER = r'''
-import json, sys
-listed = None if sys.argv[1] == "-" else sys.argv[1].split(",")
-pad = sys.argv[2] == "pad"
-session = None
-def answer(value):
-    if pad and value.get("ok"):
-        value["pad"] = 1
-    print(json.dumps(value), flush=True)
-def unsupported(what):
-    answer({"ok": False, "error": {"kind": "unsupported", "message": what, "rule": None}})
-for line in sys.stdin:
-    try:
-        request = json.loads(line)
-    except ValueError:
-        answer({"ok": False, "error": {"kind": "json", "message": "not json", "rule": None}})
-        continue
-    op = request.get("op") if isinstance(request, dict) else None
-    if op == "hello":
-        hello = {"ok": True, "implementation": "starter", "version": "0", "profile": "scp-0"}
-        if listed is not None:
-            hello["ops"] = listed
-        print(json.dumps(hello), flush=True)
-    elif op == "create":
-        session = None
-        if set(request) != {"op", "id", "seed", "header"} or request["seed"] is not None or request["header"] is not None:
-            unsupported("seeds and headers are not supported yet")
-            continue
-        session = []
-        answer({"ok": True, "firstLiveSeq": 0, "seq": 0})
-    elif op == "append" and session is not None and request.get("type") in ("turn/start", "turn/end") \
-            and set(request) == {"op", "type", "data"}:
-        event = {"type": request["type"], "seq": len(session), "time": 1, "data": request["data"]}
-        session.append(event)
-        answer({"ok": True, "event": event})
-    else:
-        unsupported(f"{op} is not supported yet")
-'''
-
-
-def starter(tmp_path: Path, ops: str, pad: str = "-") -> list[str]:
-    script = tmp_path / "starter.py"
-    script.write_text(STARTER)
-    return [PY, str(script), ops, pad]
-
 
 Run = tuple[int, dict[str, Any], str]
 
