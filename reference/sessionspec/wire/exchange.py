@@ -30,9 +30,8 @@ from sessionspec.wire.capabilities import DECLARED, Capabilities, learnable
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure, parse_answer
 from sessionspec.wire.compare import differences, op_of, unchecked, unsupported
 from sessionspec.wire.divergence import Divergence, divergence
-from sessionspec.wire.oracle import ReferenceExecutor
+from sessionspec.wire.oracle import Judged, ReferenceExecutor, judged
 from sessionspec.wire.protocol import Answer, dumps
-from sessionspec.wire.verdict import Breach
 
 WINDOW: Final = 256
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
@@ -143,8 +142,7 @@ class Exchange:
         self.window = window
         self.oracle = ReferenceExecutor()
         self.trace: list[Any] = []
-        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int, tuple[Breach, ...]]] = \
-            collections.deque()
+        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int, Judged]] = collections.deque()
         """In flight: each request, the reference's answer (and its line, when the oracle gave it), and its trace as
         the list it was appended to and its length then. A create starts a new list rather than clearing this one, so a request still in flight when
         the next session is created keeps its own trace (a divergence once carried the next session's requests)."""
@@ -179,7 +177,7 @@ class Exchange:
         self.quiet = self.apart = self.resyncing = False
         self.source, self.case = source, case
 
-    def send(self, request: Any, *, expected: Answer | None = None, breaches: tuple[Breach, ...] = ()) -> Answer:
+    def send(self, request: Any, *, expected: Answer | None = None, breaches: Judged = ()) -> Answer:
         """Send `request` (an object, or a raw line as str) to both; returns the reference's answer.
 
         `expected`: the reference's answer as recorded (a vector's), instead of asking the reference now, and
@@ -206,7 +204,7 @@ class Exchange:
         written = None
         if expected is None:
             expected, written = self.oracle.answer(line)
-            breaches = self.oracle.breaches()
+            breaches = self.oracle.judgement()  # worked out only if a divergence asks
         if self.quiet:
             return expected
         self.pending.append((request, expected, written, self.trace, len(self.trace), breaches))
@@ -271,8 +269,7 @@ class Exchange:
         self.answered = 0
         return answer
 
-    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any],
-                breaches: tuple[Breach, ...] = ()) -> None:
+    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any], breaches: Judged = ()) -> None:
         op = op_of(request)
         if not self.connection.running and not self.quiet:
             self.connection.restart()
@@ -289,7 +286,7 @@ class Exchange:
         if not why:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
-                           trace, why, breaches=breaches)
+                           trace, why, breaches=judged(breaches))
         if unsupported(actual) and not unsupported(expected) and self.capabilities.owes(op):
             found.named, found.level = DECLARED, "required"  # SESSION-CONFORMANCE-PROTOCOL.9: declared, so owed
         if self.collecting:
