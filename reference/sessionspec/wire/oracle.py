@@ -40,9 +40,10 @@ And three things are done differently in `ReferenceExecutor.answer`, the runner'
    leaves as it found it) and works them out the first time they are asked for, on that state
    restored (`Reference.at`), once per step.
 6. **A snapshot's line from its events' text, each written once.** The machine asks for a snapshot
-   after every step, and its answer holds the whole log: written whole, each step wrote every
-   event again. `sessionspec.wire.snapshotline` joins the line from each event's text, kept by
-   the event's plain copy, to the same bytes `dumps` writes.
+   after every step, and its answer holds the whole log: once the log holds a value orjson will
+   not write, `dumps` wrote every event again at every step with the lossless writer, in Python.
+   `sessionspec.wire.snapshotline` joins such a line from each event's text, kept by the event's
+   plain copy, to the same bytes `dumps` writes.
 
 tests/test_10_oracle.py holds `Reference` to `model.Session` answer for answer (times included)
 on the vectors and on generated traces, and `answer` to a fresh model on traces that share
@@ -164,8 +165,9 @@ class Judgement:
         self._line: bytes | None = line
         self._answer = answer
         self._state = state
-        """The state of the session the line met (`Reference.state`), or None when it is not the one judged with (a
-        create, which replaces the session, or no session at all)."""
+        """The session's state after the line (`Reference.state`), which is the one the line met, since a rejection
+        leaves the session as it found it; None when no session is judged with (a create, which replaces the session,
+        or no session at all)."""
         self._found: tuple[Breach, ...] | None = None
 
     def __call__(self) -> tuple[Breach, ...]:
