@@ -164,3 +164,29 @@ def test_a_snapshots_line_is_the_protocols_text_of_its_answer_whichever_writer_w
         texts.append(written)
     assert b"1e-07" in texts[4] and b"1e-7," in texts[2]  # the first snapshot orjson's, the one after the surrogate not
     assert b"\\ud800" in texts[6] and b'{"a":' * 300 in texts[6] and b'{"a":' * 300 in texts[10]
+
+
+def test_a_request_carrying_a_log_the_lossless_writer_writes_is_joined_from_the_kept_texts() -> None:
+    """A reseed, `fold` or `repair` of a log holding a lone surrogate is written by the lossless writer; the exchange
+    joins it from the texts the oracle kept for each event (`encodable(request, known)`), byte for byte as before."""
+    oracle = ReferenceExecutor()
+    for line in (b'{"op":"create","id":"s","seed":null,"header":null}',
+                 b'{"op":"append","type":"plugin/note","data":{"t":"\\ud800","n":1e-7}}',
+                 b'{"op":"append","type":"plugin/note","data":{"n":0.5}}'):
+        assert oracle.answer(line)[0]["ok"] is True
+    events = oracle.answer(b'{"op":"snapshot"}')[0]["events"]
+    assert all(oracle.known_text(event) is not None for event in events)  # the snapshot's line kept them
+    asked: list[Any] = []
+
+    def known(value: Any) -> bytes | None:
+        asked.append(value)
+        return oracle.known_text(value)
+
+    for request in ({"op": "fold", "events": events}, {"op": "repair", "events": events[:1]},
+                    {"op": "create", "id": "t", "seed": list(events), "header": {"version": 0, "createdAt": 1}},
+                    {"op": "fold", "events": [*events, {"type": "x", "seq": 9, "time": 0, "data": "\ud801"}]}):
+        line = encodable(request, known)
+        assert line is not None and line == encodable(request) == dumps(request), request
+        assert b"\\ud800" in line and b"1e-07" in line
+    assert len(asked) >= 2 * len(events) + 1
+    assert encodable({"op": "fold", "events": [(1, 2), "\ud800"]}, known) is None  # a tuple: JSON text cannot carry it

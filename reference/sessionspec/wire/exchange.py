@@ -32,6 +32,7 @@ from sessionspec.wire.compare import differences, op_of, unchecked, unsupported
 from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.oracle import Judged, ReferenceExecutor, judged
 from sessionspec.wire.protocol import Answer, dumps
+from sessionspec.wire.snapshotline import text_of
 
 WINDOW: Final = 256
 _ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
@@ -95,22 +96,69 @@ def plain_json(value: Any) -> bool:
     return True
 
 
-def encodable(request: Any) -> bytes | None:
-    """The request as a line, or None when JSON text cannot carry it unchanged (tuples, NaN, integer keys)."""
+def encodable(request: Any, known: Callable[[Any], bytes | None] | None = None) -> bytes | None:
+    """The request as a line, or None when JSON text cannot carry it unchanged (tuples, NaN, integer keys).
+
+    `known`: the lossless writer's text of a value already known to be plain JSON (the oracle's events, `ReferenceExecutor
+    .known_text`), or None: a request orjson will not write that carries a list of such values (a reseed, `fold` or
+    `repair` of a log holding a lone surrogate) is joined from their texts, as `dumps` would write it whole."""
     if isinstance(request, str):
         return request.encode("utf-8", "surrogatepass")
+    written = False
     try:
         line = orjson.dumps(request)
+        written = True
         if orjson.loads(line) == request:  # a tuple, NaN or subclass would come back otherwise
             return line
     except _ORJSON_ERRORS:
         pass
+    if not written and known is not None and type(request) is dict:
+        joined = _joined(request, known)
+        if joined is not None:
+            return joined
     if not plain_json(request):
         return None
     try:
         return dumps(request)  # integers beyond 64 bits, lone surrogates, deep nesting: the lossless writer
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+def _joined(request: dict[Any, Any], known: Callable[[Any], bytes | None]) -> bytes | None:
+    """The lossless writer's line of `request` (`dumps` of a value orjson refuses), each of its lists whose items
+    `known` writes joined from their texts; None when no list is (looked at before anything is written), or a value
+    is not plain JSON. The writer's text of an object or array is its parts' texts joined (separators fixed, lone
+    surrogates escaped one by one)."""
+    lists = {key: texts for key, value in request.items()
+             if type(value) is list and value and (texts := _texts(value, known)) is not None}
+    if not lists:
+        return None
+    parts = []
+    for key, value in request.items():
+        if type(key) is not str:
+            return None
+        if key in lists:
+            text = b"[" + b",".join(lists[key]) + b"]"
+        elif plain_json(value):
+            try:
+                text = text_of(value)
+            except (TypeError, ValueError, RecursionError):
+                return None
+        else:
+            return None
+        parts.append(text_of(key) + b":" + text)
+    return b"{" + b",".join(parts) + b"}"
+
+
+def _texts(items: list[Any], known: Callable[[Any], bytes | None]) -> list[bytes] | None:
+    """The kept texts of `items`, or None as soon as one is not kept."""
+    texts = []
+    for item in items:
+        text = known(item)
+        if text is None:
+            return None
+        texts.append(text)
+    return texts
 
 
 class Exchange:
@@ -195,7 +243,7 @@ class Exchange:
             if expected is None and (line := encodable(request)) is not None:
                 expected, _ = self.oracle.answer(line)
             return expected if expected is not None else {"ok": True}
-        line = encodable(request)
+        line = encodable(request, self.oracle.known_text)
         if line is None:
             return {"ok": False, "error": {"kind": "json", "message": "JSON text cannot carry this request", "rule": None}}
         if op_of(request) == "create":

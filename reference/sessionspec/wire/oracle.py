@@ -271,6 +271,10 @@ class ReferenceExecutor(Executor):
         self._written = (answer, written)
         return written
 
+    def known_text(self, value: Any) -> bytes | None:
+        """The lossless writer's text of one of the oracle's plain events, when a snapshot's line kept it (point 6)."""
+        return self._lines.known(value)
+
     def _catch_up(self) -> None:
         """The executor's own state made the one the last line's step left (lines were answered from the tree)."""
         if self._behind:

@@ -53,6 +53,12 @@ class SnapshotLines:
             parts.append(text_of(key) + b":" + text)
         return b"{" + b",".join(parts) + b"}"
 
+    def known(self, value: Any) -> bytes | None:
+        """The lossless text of `value` when it is an event's plain copy whose text is kept (None otherwise): a request
+        that carries the log (a reseed, `fold`, `repair`) is joined from them (`exchange.encodable`)."""
+        hit = self._texts.get(id(value))
+        return hit[1] if hit is not None and hit[0] is value else None
+
     def _event_text(self, event: Any) -> bytes:
         hit = self._texts.get(id(event))
         if hit is None or hit[0] is not event:
