@@ -14,17 +14,21 @@ machine slows all of them, and the ratios within a round are what to read):
 Each `conform` runs as its own process (`--vectors` empty, `--examples N`); its rate is the
 report's requests over its seconds (the clock starts after the testee answered hello, so
 interpreter start-up is not counted). CPU time of the run (runner and testee, from
-`getrusage(RUSAGE_CHILDREN)`) is given per request as well. The instant run must end without a
-divergence, or the recording does not match the run and its figure is void (it says so).
+`getrusage(RUSAGE_CHILDREN)`) is given per request as well, and the runner's alone (`runner us`: the
+conform process's own CPU inside `runner.run`, from hello to the report, without the interpreter's
+start-up and imports; and its whole `getrusage(RUSAGE_SELF)`, start-up included). The instant run must end without a divergence, or the recording does
+not match the run and its figure is void (it says so).
 
   python benchmarks/throughput.py [--examples 100] [--rounds 3] [--pipe-requests 20000] [--json]
   python benchmarks/throughput.py --serve-recording FILE    # (internal) the reference as a testee, recording
   python benchmarks/throughput.py --serve-canned FILE       # (internal) the recorded answers, in order
+  python benchmarks/throughput.py --runner-cpu FILE ARGS... # (internal) `sessionspec ARGS`, its own CPU to FILE
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -36,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sessionspec.cli import main as sessionspec_main
 from sessionspec.model import Session
 from sessionspec.wire.client import Connection
 from sessionspec.wire.executor import Executor
@@ -63,6 +68,29 @@ def serve_canned(path: Path) -> None:
     for _ in lines(sys.stdin.buffer):
         write(next(answers, b'{"ok":false,"error":{"kind":"internal","message":"no more recorded answers"}}\n'))
         flush()
+
+
+def runner_cpu(path: Path, argv: list[str]) -> int:
+    """`sessionspec ARGV` in this process; then its CPU seconds (user + system) inside `runner.run` (the run, not the
+    interpreter's start-up and imports) and in all, written to `path` as JSON."""
+    runner = importlib.import_module("sessionspec.conformance.runner")  # not in the testees this file also serves
+    inside = [0.0]
+    run = runner.run
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            inside[0] += time.process_time() - started
+
+    runner.run = timed
+    try:
+        code = sessionspec_main(argv)
+    finally:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        path.write_text(json.dumps({"run": inside[0], "process": usage.ru_utime + usage.ru_stime}))
+    return code
 
 
 def pipe_rate(requests: int) -> dict[str, float]:
@@ -96,16 +124,19 @@ def _children_cpu() -> float:
 
 def conform_rate(testee: list[str], examples: int, directory: Path, timeout: float = 10.0) -> dict[str, Any]:
     """One `sessionspec conform` run against `testee`: requests, seconds, rate, CPU per request, divergences."""
-    report = directory / "report.json"
-    command = [sys.executable, "-m", "sessionspec.cli", "conform", "--vectors", str(directory / "no-vectors"),
+    report, own = directory / "report.json", directory / "runner-cpu"
+    command = [sys.executable, os.path.abspath(__file__), "--runner-cpu", str(own),
+               "conform", "--vectors", str(directory / "no-vectors"),
                "--examples", str(examples), "--timeout", str(timeout), "--json", str(report), "--", *testee]
     cpu = _children_cpu()
     subprocess.run(command, capture_output=True, check=False)
     used = _children_cpu() - cpu
     data = json.loads(report.read_text())
+    runner_used = json.loads(own.read_text())
     requests, seconds = data["requests"], data["seconds"]
     return {"requests": requests, "seconds": seconds, "rate": requests / seconds, "cpu_us": used / requests * 1e6,
-            "divergences": len(data["divergences"])}
+            "runner_us": runner_used["run"] / requests * 1e6,
+            "runner_process_us": runner_used["process"] / requests * 1e6, "divergences": len(data["divergences"])}
 
 
 def measure(examples: int, rounds: int, pipe_requests: int) -> dict[str, Any]:
@@ -134,7 +165,9 @@ def _round_line(row: dict[str, Any]) -> str:
     for case in CASES[1:]:
         run = row[case]
         void = " VOID: diverged" if case == "instant" and run["divergences"] else ""
-        parts.append(f"{case} {run['rate']:,.0f}/s ({run['rate'] / pipe:.3f} of pipe, {run['cpu_us']:.0f} us cpu/req){void}")
+        parts.append(f"{case} {run['rate']:,.0f}/s ({run['rate'] / pipe:.3f} of pipe, {run['cpu_us']:.0f} us cpu/req, runner {run['runner_us']:.0f} us, "
+                     f"{run['runner_process_us']:.0f} with start-up)"
+                     f"{void}")
     return "; ".join(parts)
 
 
@@ -146,6 +179,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         ratios = [row[case]["rate"] / row["pipe"]["rate"] for row in runs]
         out[case] = {"best": max(rates), "median": statistics.median(rates), "ratio_median": statistics.median(ratios),
                      "cpu_us_median": statistics.median(row[case]["cpu_us"] for row in runs),
+                     "runner_us_median": statistics.median(row[case].get("runner_us", 0.0) for row in runs),
                      "requests": runs[0][case]["requests"]}
     return out
 
@@ -158,6 +192,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     parser.add_argument("--serve-recording", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--serve-canned", type=Path, help=argparse.SUPPRESS)
+    if sys.argv[1:2] == ["--runner-cpu"]:
+        return runner_cpu(Path(sys.argv[2]), sys.argv[3:])
     args = parser.parse_args()
     if args.serve_recording is not None:
         serve_recording(args.serve_recording)
@@ -171,7 +207,8 @@ def main() -> int:
     else:
         for case, row in result["summary"].items():
             print(f"{case:8s} best {row['best']:9,.0f}/s  median {row['median']:9,.0f}/s  median ratio to pipe "
-                  f"{row['ratio_median']:.3f}  cpu {row['cpu_us_median']:.0f} us/request  ({row['requests']:,} requests)")
+                  f"{row['ratio_median']:.3f}  cpu {row['cpu_us_median']:.0f} us/request, runner "
+                  f"{row['runner_us_median']:.0f}  ({row['requests']:,} requests)")
     return 0
 
 

@@ -19,10 +19,13 @@ from sessionspec.testing import breaking, loops
 from sessionspec.testing import choose as generate
 from sessionspec.testing import strategies as ss
 from sessionspec.testing.testee_machine import append_request
-from sessionspec.wire.exchange import encodable
+from sessionspec.wire.breaching import breaches_of
 from sessionspec.wire.executor import Executor
-from sessionspec.wire.oracle import Reference, ReferenceExecutor, reference_answer
+from sessionspec.wire.oracle import Judged, Reference, ReferenceExecutor, reference_answer
+from sessionspec.wire.oracle import judged as oracle_breaches
 from sessionspec.wire.protocol import dumps
+from sessionspec.wire.requestline import encodable
+from sessionspec.wire.verdict import Breach
 
 
 def both_answer(oracle: Executor, naive: Executor, request: Any) -> dict[str, Any]:
@@ -95,6 +98,7 @@ def test_answers_remembered_by_their_path_are_the_models_answers(data: st.DataOb
     (as Hypothesis's mutations make them), each line held to a fresh model that sees only its own example."""
     oracle = ReferenceExecutor()
     examples: list[list[bytes]] = []
+    judged: list[tuple[bytes, Judged, tuple[Breach, ...]]] = []
     for number in range(data.draw(st.integers(2, 6), label="examples")):
         naive = Executor(model.Session.create, "model")
         lines: list[bytes] = []
@@ -103,9 +107,12 @@ def test_answers_remembered_by_their_path_are_the_models_answers(data: st.DataOb
             line = request if isinstance(request, bytes) else encodable(request)
             assert line is not None
             lines.append(line)
+            before = naive.session
             expected = reference_answer(naive, line)
             answer, written = oracle.answer(line)
             assert written == dumps(answer) == dumps(expected), (request, expected, answer)
+            # The breaches, as the session the line met judges them now, and as the oracle works them out later.
+            judged.append((line, oracle.judgement(), breaches_of(line, expected, before if before is naive.session else None)))
             return expected
 
         send({"op": "create", "id": "s1", "seed": None, "header": None if number % 2 else {"version": 0, "createdAt": 1}})
@@ -116,6 +123,8 @@ def test_answers_remembered_by_their_path_are_the_models_answers(data: st.DataOb
                 send(line)
         _machine_steps(data, send, data.draw(st.integers(0, 4), label="steps"))
         examples.append(lines)
+    for line, later, now in judged:  # worked out after every example: the oracle's sessions have moved on since
+        assert oracle_breaches(later) == now, line
 
 
 def test_a_path_that_leaves_the_tree_gets_the_state_of_its_last_known_step() -> None:
@@ -133,3 +142,51 @@ def test_a_path_that_leaves_the_tree_gets_the_state_of_its_last_known_step() -> 
             assert line is not None
             answer, written = oracle.answer(line)
             assert written == dumps(answer) == dumps(reference_answer(naive, line)), (text, request)
+
+
+def test_a_snapshots_line_is_the_protocols_text_of_its_answer_whichever_writer_writes_it() -> None:
+    """The oracle joins a snapshot's line from each event's text (`wire.snapshotline`): byte for byte `dumps`'s, when
+    orjson writes the log and when one event sends the whole line to the lossless writer (a lone surrogate; nesting
+    past orjson's bound), whose text of a number differs from orjson's (`1e-07`, not `1e-7`)."""
+    oracle = ReferenceExecutor()
+    deep = b'{"a":' * 300 + b"1" + b"}" * 300
+    lines = [b'{"op":"create","id":"s","seed":null,"header":null}',
+             b'{"op":"append","type":"plugin/note","data":{"n":1e-7,"f":0.1}}', b'{"op":"snapshot"}',
+             b'{"op":"append","type":"plugin/note","data":{"t":"\\ud800"}}', b'{"op":"snapshot"}',
+             b'{"op":"append","type":"plugin/note","data":' + deep + b"}", b'{"op":"snapshot"}',
+             b'{"op":"snapshot","x-messages":false}', b'{"op":"create","id":"t","seed":null,"header":null}',
+             b'{"op":"append","type":"plugin/note","data":' + deep + b"}", b'{"op":"snapshot"}']
+    texts = []
+    for line in lines:
+        answer, written = oracle.answer(line)
+        assert answer["ok"] is True, (line, answer)
+        assert written == dumps(answer), line
+        texts.append(written)
+    assert b"1e-07" in texts[4] and b"1e-7," in texts[2]  # the first snapshot orjson's, the one after the surrogate not
+    assert b"\\ud800" in texts[6] and b'{"a":' * 300 in texts[6] and b'{"a":' * 300 in texts[10]
+
+
+def test_a_request_carrying_a_log_the_lossless_writer_writes_is_joined_from_the_kept_texts() -> None:
+    """A reseed, `fold` or `repair` of a log holding a lone surrogate is written by the lossless writer; the exchange
+    joins it from the texts the oracle kept for each event (`encodable(request, known)`), byte for byte as before."""
+    oracle = ReferenceExecutor()
+    for line in (b'{"op":"create","id":"s","seed":null,"header":null}',
+                 b'{"op":"append","type":"plugin/note","data":{"t":"\\ud800","n":1e-7}}',
+                 b'{"op":"append","type":"plugin/note","data":{"n":0.5}}'):
+        assert oracle.answer(line)[0]["ok"] is True
+    events = oracle.answer(b'{"op":"snapshot"}')[0]["events"]
+    assert all(oracle.known_text(event) is not None for event in events)  # the snapshot's line kept them
+    asked: list[Any] = []
+
+    def known(value: Any) -> bytes | None:
+        asked.append(value)
+        return oracle.known_text(value)
+
+    for request in ({"op": "fold", "events": events}, {"op": "repair", "events": events[:1]},
+                    {"op": "create", "id": "t", "seed": list(events), "header": {"version": 0, "createdAt": 1}},
+                    {"op": "fold", "events": [*events, {"type": "x", "seq": 9, "time": 0, "data": "\ud801"}]}):
+        line = encodable(request, known)
+        assert line is not None and line == encodable(request) == dumps(request), request
+        assert b"\\ud800" in line and b"1e-07" in line
+    assert len(asked) >= 2 * len(events) + 1
+    assert encodable({"op": "fold", "events": [(1, 2), "\ud800"]}, known) is None  # a tuple: JSON text cannot carry it

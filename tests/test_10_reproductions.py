@@ -67,7 +67,7 @@ def test_a_raw_line_that_is_not_utf8_is_written_as_its_bytes_and_read_back_exact
     import base64
 
     import jsonschema
-    from sessionspec.wire.exchange import encodable
+    from sessionspec.wire.requestline import encodable
     from sessionspec.wire.trace import Trace, write_trace
 
     not_even_surrogates = b'{"op":"append","type":"plugin/note","data":"\xff"}'

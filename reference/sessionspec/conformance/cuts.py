@@ -12,8 +12,8 @@ from typing import Any
 
 from sessionspec.catalog import END_SEED
 from sessionspec.wire.compare import op_of
-from sessionspec.wire.exchange import encodable
 from sessionspec.wire.oracle import ReferenceExecutor, reference_answer
+from sessionspec.wire.requestline import encodable
 
 
 def accepted_seqs(trace: list[Any]) -> list[int | None]:

@@ -34,8 +34,9 @@ from sessionspec.conformance.cuts import accepted_seqs, alone, cuts, unseeded
 from sessionspec.wire.client import Connection, TesteeFailure
 from sessionspec.wire.compare import op_of
 from sessionspec.wire.divergence import Divergence
-from sessionspec.wire.exchange import DivergenceFound, Exchange, encodable
+from sessionspec.wire.exchange import DivergenceFound, Exchange
 from sessionspec.wire.oracle import ReferenceExecutor, reference_answer
+from sessionspec.wire.requestline import encodable
 
 SHRINK_ATTEMPTS: Final = 200
 """Replays the value shrinking of one family may make."""

@@ -23,21 +23,18 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-import orjson
-
 from sessionspec.catalog import END_SEED
 from sessionspec.wire.capabilities import DECLARED, Capabilities, learnable
 from sessionspec.wire.client import Connection, RunOver, TesteeFailure, parse_answer
 from sessionspec.wire.compare import differences, op_of, unchecked, unsupported
 from sessionspec.wire.divergence import Divergence, divergence
-from sessionspec.wire.oracle import ReferenceExecutor
+from sessionspec.wire.oracle import Judged, ReferenceExecutor, judged
 from sessionspec.wire.protocol import Answer, dumps
-from sessionspec.wire.verdict import Breach
+from sessionspec.wire.requestline import encodable
 
 WINDOW: Final = 256
 READS: Final = frozenset({"hello", "snapshot", "fold", "repair"})
 """Ops that leave the session as it is: one not sent for want of a capability keeps the two sessions alike."""
-_ORJSON_ERRORS: Final = (TypeError, RecursionError, orjson.JSONEncodeError, orjson.JSONDecodeError)
 GIVE_UP: Final = 3
 """Testee failures in a row (no answer between them) after which the run stops asking: a testee that answers
 hello and then hangs must not cost a timeout per vector."""
@@ -81,52 +78,6 @@ class DivergenceFound(AssertionError):
         self.divergence = found
 
 
-def plain_json(value: Any) -> bool:
-    """Whether `value` is built only of exact JSON types: None, bool, int (any size), finite float, str, list, and dict
-    with str keys. Such a value is carried by JSON text exactly, even where the lossless reader will refuse it (an
-    unsafe integer, -0.0: the testee must refuse those lines, so they are sent)."""
-    stack, seen = [value], set()
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is list or kind is dict:
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            if kind is dict:
-                if any(type(key) is not str for key in item):
-                    return False
-                stack.extend(item.values())
-            else:
-                stack.extend(item)
-        elif kind is float:
-            if item != item or item in (float("inf"), float("-inf")):
-                return False
-        elif item is not None and kind not in (bool, int, str):
-            return False
-    return True
-
-
-def encodable(request: Any) -> bytes | None:
-    """The request as a line, or None when JSON text cannot carry it unchanged (tuples, NaN, integer keys)."""
-    if isinstance(request, bytes):  # a raw line that is not UTF-8, as a trace holds it
-        return request
-    if isinstance(request, str):
-        return request.encode("utf-8", "surrogatepass")
-    try:
-        line = orjson.dumps(request)
-        if orjson.loads(line) == request:  # a tuple, NaN or subclass would come back otherwise
-            return line
-    except _ORJSON_ERRORS:
-        pass
-    if not plain_json(request):
-        return None
-    try:
-        return dumps(request)  # integers beyond 64 bits, lone surrogates, deep nesting: the lossless writer
-    except (TypeError, ValueError, RecursionError):
-        return None
-
-
 class Exchange:
     """One testee and the reference; shared by the vectors, the machine and the trace minimiser."""
 
@@ -156,8 +107,7 @@ class Exchange:
         self.window = window
         self.oracle = ReferenceExecutor()
         self.trace: list[Any] = []
-        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int, tuple[Breach, ...]]] = \
-            collections.deque()
+        self.pending: collections.deque[tuple[Any, Answer, bytes | None, list[Any], int, Judged]] = collections.deque()
         """In flight: each request, the reference's answer (and its line, when the oracle gave it), and its trace as
         the list it was appended to and its length then. A create starts a new list rather than clearing this one, so a request still in flight when
         the next session is created keeps its own trace (a divergence once carried the next session's requests)."""
@@ -195,7 +145,7 @@ class Exchange:
         self.quiet = self.apart = self.resyncing = False
         self.source, self.case = source, case
 
-    def send(self, request: Any, *, expected: Answer | None = None, breaches: tuple[Breach, ...] = ()) -> Answer:
+    def send(self, request: Any, *, expected: Answer | None = None, breaches: Judged = ()) -> Answer:
         """Send `request` (an object, or a raw line as str) to both; returns the reference's answer.
 
         `expected`: the reference's answer as recorded (a vector's), instead of asking the reference now, and
@@ -215,7 +165,7 @@ class Exchange:
             if expected is not None and expected.get("ok") is True and op_of(request) not in READS:
                 self._apart()  # the reference's session changed and the testee's did not: nothing after compares
             return expected if expected is not None else {"ok": True}
-        line = encodable(request)
+        line = encodable(request, self.oracle.known_text)
         if line is None:
             return {"ok": False, "error": {"kind": "json", "message": "JSON text cannot carry this request", "rule": None}}
         if op_of(request) == "create":
@@ -224,7 +174,7 @@ class Exchange:
         written = None
         if expected is None:
             expected, written = self.oracle.answer(line)
-            breaches = self.oracle.breaches()
+            breaches = self.oracle.judgement()  # worked out only if a divergence asks
         if self.quiet:
             return expected
         self.pending.append((request, expected, written, self.trace, len(self.trace), breaches))
@@ -273,7 +223,7 @@ class Exchange:
             self._answered(request, expected, written, raw, trace[:length], breaches)
 
     def _answered(self, request: Any, expected: Answer, written: bytes | None, raw: bytes, trace: list[Any],
-                  breaches: tuple[Breach, ...]) -> None:
+                  breaches: Judged) -> None:
         """One answer line compared with the reference's answer to its request."""
         reference = dumps(expected) if written is None else written
         if raw == reference:
@@ -311,8 +261,7 @@ class Exchange:
         if self.watch is not None:
             self.watch(request, expected, actual)
 
-    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any],
-                breaches: tuple[Breach, ...] = ()) -> None:
+    def _settle(self, request: Any, expected: Answer, actual: Answer, trace: list[Any], breaches: Judged = ()) -> None:
         op = op_of(request)
         self._watched(request, expected, actual)
         if not self.connection.running and not self.quiet:
@@ -330,7 +279,7 @@ class Exchange:
         if not why:
             return
         found = divergence(self.source, self.case or f"{self.source}:{op}", op, expected, actual,
-                           trace, why, breaches=breaches)
+                           trace, why, breaches=judged(breaches))
         if unsupported(actual) and not unsupported(expected) and self.capabilities.owes(op):
             found.named, found.level = DECLARED, "required"  # SESSION-CONFORMANCE-PROTOCOL.9: declared, so owed
         if self.collecting:

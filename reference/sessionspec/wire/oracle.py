@@ -21,7 +21,7 @@ log with its copy. Three things are therefore done differently here, each answer
    is a pure function of its length; each is computed when the length changed, and a message's
    plain JSON once per event.
 
-And one thing is done differently in `ReferenceExecutor.answer`, the runner's way in:
+And three things are done differently in `ReferenceExecutor.answer`, the runner's way in:
 
 4. **Answers remembered by the lines that led to them.** The executor is a deterministic function
    of its state and a request line (its clock is its own, every cache in it is keyed by identity
@@ -33,6 +33,17 @@ And one thing is done differently in `ReferenceExecutor.answer`, the runner's wa
    those are answered from a tree of paths (`_Step`) without running them, and when a path leaves
    the tree the state at its last known step is restored (`Reference.state`/`Reference.at`) and
    the model runs from there.
+5. **Breaches worked out when a divergence asks.** Every rule a rejected line breaks (`breaches_of`:
+   each check of the request run on its own, on the session it met) only ever judges a divergence:
+   a testee that answers as the reference does never needs them. So a step keeps what they are
+   worked out from (the line, the answer and the state the session was in, which a rejection
+   leaves as it found it) and works them out the first time they are asked for, on that state
+   restored (`Reference.at`), once per step.
+6. **A snapshot's line from its events' text, each written once.** The machine asks for a snapshot
+   after every step, and its answer holds the whole log: once the log holds a value orjson will
+   not write, `dumps` wrote every event again at every step with the lossless writer, in Python.
+   `sessionspec.wire.snapshotline` joins such a line from each event's text, kept by the event's
+   plain copy, to the same bytes `dumps` writes.
 
 tests/test_10_oracle.py holds `Reference` to `model.Session` answer for answer (times included)
 on the vectors and on generated traces, and `answer` to a fresh model on traces that share
@@ -60,6 +71,7 @@ from sessionspec.views import project_all, transcript
 from sessionspec.wire.breaching import breaches_of
 from sessionspec.wire.executor import Executor
 from sessionspec.wire.protocol import Answer, dumps, line_error, loads
+from sessionspec.wire.snapshotline import SnapshotLines
 from sessionspec.wire.verdict import Breach
 
 T = TypeVar("T")
@@ -143,6 +155,39 @@ class Reference(model.Session):
         return self._once("context", lambda: fold_request_context(self._log))
 
 
+class Judgement:
+    """Every rule a rejected line breaks (`breaching.breaches_of`), worked out the first time it is asked for: only a
+    divergence asks (point 5 above). Calling it gives the breaches; `()` for a line the reference accepted."""
+
+    __slots__ = ("_answer", "_found", "_line", "_state")
+
+    def __init__(self, line: bytes, answer: Answer, state: tuple[Any, ...] | None) -> None:
+        self._line: bytes | None = line
+        self._answer = answer
+        self._state = state
+        """The session's state after the line (`Reference.state`), which is the one the line met, since a rejection
+        leaves the session as it found it; None when no session is judged with (a create, which replaces the session,
+        or no session at all)."""
+        self._found: tuple[Breach, ...] | None = None
+
+    def __call__(self) -> tuple[Breach, ...]:
+        if self._found is None:
+            assert self._line is not None
+            session = None if self._state is None else Reference.at(self._state)
+            self._found = breaches_of(self._line, self._answer, session)
+            self._line = self._state = None  # what they were worked out from is not needed again
+        return self._found
+
+
+Judged = Judgement | tuple[Breach, ...]
+"""Breaches as the exchange carries them: known (a vector records them), or a `Judgement` worked out when asked."""
+
+
+def judged(breaches: Judged) -> tuple[Breach, ...]:
+    """The breaches themselves, worked out now if they were not yet."""
+    return breaches if isinstance(breaches, tuple) else breaches()
+
+
 @dataclass(slots=True, eq=False)
 class _Step:
     """A line answered after a known path: its answer, the state it left, and the lines answered after it."""
@@ -151,7 +196,7 @@ class _Step:
     written: bytes
     """The answer as the protocol writes it: what a testee that agrees writes, byte for byte."""
     state: tuple[Any, ...]
-    breaches: tuple[Breach, ...] = ()
+    breaches: Judged = ()
     """Every rule the line's request breaks, when the reference rejected it (`sessionspec.breaches`)."""
     after: dict[bytes, _Step] = field(default_factory=dict)
 
@@ -171,6 +216,9 @@ class ReferenceExecutor(Executor):
         """The executor's own state is not the one `_step` left (lines since were answered from the tree)."""
         self._steps = self._bytes = 0
         self._reset = False
+        self._written: tuple[Answer | None, bytes] = (None, b"")
+        """The last answer the tree kept and its line: a snapshot's answer is the same object while the session is."""
+        self._lines = SnapshotLines()
         self._plains: dict[int, tuple[Any, Any]] = {}
         """`_plain`'s copies, by identity: kept across creates while the tree keeps their sessions."""
 
@@ -196,11 +244,15 @@ class ReferenceExecutor(Executor):
         before = self.session
         self._reset = False
         answer = reference_answer(self, line)
-        found = breaches_of(line, answer, before if before is self.session else None)
-        step = _Step(answer, dumps(answer), (None if self.session is None else self.session.state(), self._now), found)
+        kept = None if self.session is None else self.session.state()
+        written = self._line(answer)
+        found: Judged = () if answer.get("ok") is not False else \
+            Judgement(line, answer, kept if before is self.session else None)
+        step = _Step(answer, written, (kept, self._now), found)
         if self._steps >= REMEMBERED[0] or self._bytes >= REMEMBERED[1]:
             self._starts, self._steps, self._bytes = {}, 0, 0
             self._plains.clear()
+            self._lines.clear()
         self._steps += 1
         self._bytes += len(step.written)
         if self._reset:
@@ -209,6 +261,19 @@ class ReferenceExecutor(Executor):
             self._step.after[line] = step
         self._step = step
         return answer, step.written
+
+    def _line(self, answer: Answer) -> bytes:
+        """`dumps(answer)`, byte for byte: a snapshot's from its parts (point 6), the same answer's line once."""
+        if answer is self._written[0]:
+            return self._written[1]
+        kept = self._snapshot
+        written = self._lines.line(answer) if kept is not None and kept[3] is answer else dumps(answer)
+        self._written = (answer, written)
+        return written
+
+    def known_text(self, value: Any) -> bytes | None:
+        """The lossless writer's text of one of the oracle's plain events, when a snapshot's line kept it (point 6)."""
+        return self._lines.known(value)
 
     def _catch_up(self) -> None:
         """The executor's own state made the one the last line's step left (lines were answered from the tree)."""
@@ -228,6 +293,10 @@ class ReferenceExecutor(Executor):
 
     def breaches(self) -> tuple[Breach, ...]:
         """Every rule the last line answered breaks (empty unless the reference rejected it)."""
+        return judged(self.judgement())
+
+    def judgement(self) -> Judged:
+        """`breaches()`, to be worked out when a divergence asks for them (point 5 of the module's docstring)."""
         return self._step.breaches if self._step is not None else ()
 
     def snapshot(self, request: Mapping[str, Any]) -> Answer:
