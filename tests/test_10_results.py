@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "adapters" / "results.json"
 README = ROOT / "README.md"
 UPSTREAM = "@deepseek-ai/dsh-session"
+PERSISTENCE = "@deepseek-ai/dsh-session-persistence-jsonl"
 SERVE = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl"]
 
 
@@ -23,9 +24,13 @@ def test_the_readme_table_is_the_results_file_rendered() -> None:
     assert results.with_table(readme, results.read_rows(RESULTS)) == readme
 
 
-def test_the_table_has_our_two_implementations_and_the_upstream() -> None:
+def test_the_table_has_our_two_implementations_and_the_upstreams_two() -> None:
     rows = {row.implementation: row for row in results.read_rows(RESULTS)}
-    assert set(rows) == {"sessionspec-live", "sessionspec-model", UPSTREAM}
+    assert set(rows) == {"sessionspec-live", "sessionspec-model", UPSTREAM, PERSISTENCE}
+    persistence = rows[PERSISTENCE]
+    assert persistence.declared == "storage jsonl, jsonl.zstd" and persistence.not_applicable > 0
+    assert persistence.listed == sum(persistence.families), "every family of the persistence run is in its list"
+    assert rows[UPSTREAM].declared == "storage none" and rows["sessionspec-live"].not_applicable == 0
     for ours in ("sessionspec-live", "sessionspec-model"):
         assert rows[ours].families == (0, 0) and rows[ours].required[0] == rows[ours].required[1] > 0
     upstream = rows[UPSTREAM]

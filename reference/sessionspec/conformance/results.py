@@ -45,6 +45,10 @@ class Row:
     """Of those families, how many the implementation's failure list names."""
     seconds: float
     command: tuple[str, ...]
+    declared: str = ""
+    """What the implementation's hello declares beyond the core ops: its storage backends and extensions."""
+    not_applicable: int = 0
+    """Cases not applicable to it: they need what it does not declare (spec/10, "Capabilities")."""
 
     @property
     def name(self) -> str:
@@ -52,7 +56,8 @@ class Row:
 
     def counts(self) -> tuple[Any, ...]:
         """What `--check` compares: everything but the time."""
-        return (self.implementation, self.version, self.required, self.recommended, self.families, self.listed)
+        return (self.implementation, self.version, self.required, self.recommended, self.families, self.listed,
+                self.declared, self.not_applicable)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -65,7 +70,8 @@ class Row:
         try:
             return cls(str(data["implementation"]), str(data["version"]), _pair(data["required"]),
                        _pair(data["recommended"]), _pair(data["families"]), int(data["listed"]),
-                       float(data["seconds"]), tuple(str(word) for word in data["command"]))
+                       float(data["seconds"]), tuple(str(word) for word in data["command"]),
+                       str(data.get("declared", "")), int(data.get("not_applicable", 0)))
         except (KeyError, TypeError, ValueError, RecursionError) as error:  # float(10 MiB of text) quotes all of it
             raise ResultsError(f"a row of the results file is not a row: {shown(error)}") from None
 
@@ -88,7 +94,17 @@ def row_of(report: Any, where: str = "the report") -> Row:
                (levels["recommended"]["rules"]["passing"], levels["recommended"]["rules"]["reached"]),
                (levels["required"]["families"], levels["recommended"]["families"]),
                sum(bool(f.get("listed")) for f in families), float(report.get("seconds", 0.0)),
-               tuple(str(word) for word in report.get("command", [])))
+               tuple(str(word) for word in report.get("command", [])), declared_text(report.get("capabilities")),
+               int(report.get("summary", {}).get("notApplicable", 0)))
+
+
+def declared_text(capabilities: Any) -> str:
+    """`storage jsonl, jsonl.zstd; x-hooks`: the backends and extensions a hello declares, as the table shows them."""
+    if not isinstance(capabilities, dict):
+        return "?"
+    storage = ", ".join(str(name) for name in capabilities.get("storage") or []) or "none"
+    extensions = ", ".join(str(name) for name in capabilities.get("extensions") or [])
+    return f"storage {storage}" + (f"; {extensions}" if extensions else "")
 
 
 def read_report(path: Path) -> Row:
@@ -140,16 +156,16 @@ def stale(rows: Sequence[Row], reports: Iterable[Row]) -> list[str]:
 def _counted(row: Row) -> str:
     return (f"{row.version}, required {row.required[0]}/{row.required[1]}, recommended {row.recommended[0]}/"
             f"{row.recommended[1]}, families {row.families[0]} required + {row.families[1]} recommended "
-            f"({row.listed} listed)")
+            f"({row.listed} listed), declared {row.declared or '?'}, {row.not_applicable} not applicable")
 
 
 def table(rows: Sequence[Row]) -> str:
     """The Markdown table the README shows."""
-    lines = ["| implementation | required rules passing | recommended rules passing | families found "
-             "(required + recommended) | run time |", "|---|---|---|---|---|"]
+    lines = ["| implementation | declared | required rules passing | recommended rules passing | families found "
+             "(required + recommended) | not applicable | run time |", "|---|---|---|---|---|---|---|"]
     for row in sorted(rows, key=lambda row: (not row.implementation.startswith("sessionspec-"), row.name)):
-        lines.append(f"| `{row.name}` | {_share(row.required)} | {_share(row.recommended)} | "
-                     f"{row.families[0]} + {row.families[1]} | {row.seconds:.0f} s |")
+        lines.append(f"| `{row.name}` | {row.declared or '?'} | {_share(row.required)} | {_share(row.recommended)} | "
+                     f"{row.families[0]} + {row.families[1]} | {row.not_applicable} | {row.seconds:.0f} s |")
     return "\n".join(lines)
 
 
