@@ -29,6 +29,10 @@ from sessionspec.conformance import baseline, junit, markdown, merge
 from sessionspec.conformance.header import properties
 from sessionspec.conformance.outcome import Case, Outcome
 
+WORDS = {"notApplicable": "not applicable", "expected": "expected failures", "unexpected": "unexpected failures",
+         "notRun": "not run"}
+"""The report's keys as `conform`'s summary line says them."""
+
 EPILOG = """examples:
   sessionspec conform --shard 1/2 --seed 7 --json part-1.json -- ./testee    # one CI job
   sessionspec conform --shard 2/2 --seed 7 --json part-2.json -- ./testee    # another
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(whole: dict[str, Any], parts: int) -> None:
     """The whole's numbers and its families per level (`conform --jobs` prints the same)."""
-    print(f"merge {whole['testee'].get('implementation', '?')}: " + ", ".join(f"{count:,} {name}"
+    print(f"merge {whole['testee'].get('implementation', '?')}: " + ", ".join(f"{count:,} {WORDS.get(name, name)}"
           for name, count in whole["summary"].items()) + f" ({plural(parts, 'part')}, {whole['machine']['examples']:,} "
           "machine examples)")
     for level in ("required", "recommended"):
