@@ -18,6 +18,10 @@ IN_CHECKOUT: Final = {"spec": CHECKOUT / "spec", "vectors": CHECKOUT / "spec" / 
                       "schema": CHECKOUT / "spec" / "schema", "proofs": CHECKOUT / "proofs",
                       "storage-vectors": CHECKOUT / "spec" / "vectors" / "storage"}
 
+PACKAGED: Final = {"storage-vectors": "vectors/storage"}
+"""Where a wheel's copy is when it is not `data/NAME`: the storage vectors sit in the vectors' folder, as in the
+checkout, since every reader looks for them at VECTORS/storage."""
+
 
 def shipped(name: str) -> Path:
     """The directory of the spec's `name` ("spec": the chapters, "vectors", "schema" or "proofs"): the checkout's,
@@ -25,4 +29,4 @@ def shipped(name: str) -> Path:
     original = IN_CHECKOUT[name]
     if original.is_dir():
         return original
-    return PACKAGE / "data" / name
+    return PACKAGE / "data" / PACKAGED.get(name, name)
