@@ -3,6 +3,7 @@ testee that stalls after every restart; and failure lists that say what changed 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from sessionspec.cli import main
+from sessionspec.conformance import stopping
 from support import valid_report
 
 PY = sys.executable
@@ -121,6 +123,34 @@ def test_fifty_signals_at_random_moments_each_leave_a_valid_report(tmp_path_fact
     for number in range(50):
         signum = draw.choice((signal.SIGTERM, signal.SIGINT))
         stopped_by(tmp_path_factory.mktemp(f"stop{number}"), signum, draw.uniform(0.5, 30.0))
+
+
+def test_a_signal_raised_inside_a_gc_callback_is_raised_again_where_the_run_is(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A SIGTERM that lands in Hypothesis's gc callback raised `Interrupted` where Python drops it ("Exception
+    ignored", a traceback on stderr, and the run went on): it is raised again a moment later, where the run is."""
+    def collect_when_asked(_phase: str, _info: dict[str, int]) -> None:
+        if _phase == "start" and not raised:
+            raised.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)  # the handler runs here, inside this gc callback, and its exception is dropped
+    raised: list[bool] = []
+    stopped = None
+    gc.callbacks.append(collect_when_asked)
+    try:
+        with stopping.stop_on_signals():
+            try:
+                gc.collect()
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    time.sleep(0.01)
+            except stopping.Interrupted as stop:
+                stopped = stop.signum
+    finally:
+        gc.callbacks.remove(collect_when_asked)
+        stopping._State.received = None
+    assert raised and stopped == signal.SIGTERM
+    assert "Traceback" not in capsys.readouterr().err
 
 
 def test_a_testee_that_fails_hello_still_gets_its_report(tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ the command exits 128 + the signal's number, as a shell reports a process a sign
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 import traceback
 from collections.abc import Iterator
@@ -47,6 +49,18 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
 
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """`Interrupted` raised where Python drops exceptions (a gc or weakref callback, as Hypothesis's gc timer is, or a
+    `__del__`) would print "Exception ignored" with a traceback and leave the run going: instead it is not printed,
+    and the signal is sent again a moment later, to be raised where the run is."""
+    stop = unraisable.exc_value
+    if isinstance(stop, Interrupted):
+        _State.received = None  # so that the handler raises it again
+        threading.Timer(0.05, os.kill, (os.getpid(), stop.signum)).start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def received() -> int | None:
     """The stopping signal the run received, if any (however late: during its report too)."""
     return _State.received
@@ -69,11 +83,13 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     previous = {signum: signal.signal(signum, _handler) for signum in STOPS}
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     _State.raising = True
     try:
         yield
     finally:
         _State.raising = False
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
