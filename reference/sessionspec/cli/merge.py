@@ -72,6 +72,9 @@ def print_summary(whole: dict[str, Any], parts: int) -> None:
           "machine examples)")
     for level in ("required", "recommended"):
         print(f"  {level}: {plural(whole['levels'][level]['families'], 'family')}")
+    for family in whole["families"]:  # what a person fixes, each once; --json holds its shortest trace
+        if not family.get("listed"):
+            print(f"  FAMILY [{family['level']}] {family['family']}")
 
 
 def write(args: argparse.Namespace, whole: dict[str, Any]) -> None:
