@@ -10,7 +10,7 @@ line says which stage killed it, for the report:
     oracle: killed by machine (timeout after 300 s)
     oracle: survived (vectors 6.1 s, conform 17.0 s, machine 40.3 s)
 
-Targets and their stages (`live` with `--lane conform` stops after conform):
+Targets and their stages (`--lane conform` stops after conform):
 
 - live:    vectors (`conform --examples 0`), conform (the default `conform` run), machine
            (`pytest tests/test_machine.py -k LiveAgainstModel`, ci profile), fastforms
@@ -19,8 +19,10 @@ Targets and their stages (`live` with `--lane conform` stops after conform):
            `serve --impl live` never does, `replace_holds` with a `resolve`, say);
 - text:    (live/fasttext.py, the lossless line reader of the testee and of every storage backend) vectors,
            conform, storage (the lossless text reader's tests and the JSONL reader's), fastforms;
-- storage: storage (the lossless text reader and the chapter-07 tests), check
-           (`tests/test_cli_check.py`: `sessionspec check`).
+- storage: (storage/ and live/fastrecord.py, the stored record's fast forms) conform (`conform --examples 0`: the
+           SCP vectors, then the storage phase, which drives the testee's readers and writers with the storage
+           vectors, the save check and the crash trial), storage (the lossless text reader and the chapter-07
+           tests), check (`tests/test_cli_check.py`: `sessionspec check`).
 
 A target's stages run in the order listed and the first to fail kills, so the report's figures
 for live are cumulative: conform alone, conform + machine, and all four. fastforms runs last, so
@@ -58,6 +60,7 @@ STAGES: dict[str, dict[str, list[str]]] = {
         "fastforms": [*PYTEST, "tests/test_fastpaths.py", "tests/test_logcheck_checker.py"],
     },
     "storage": {
+        "conform": [PY, "-m", "sessionspec", "conform", "--examples", "0", "--", *SERVE],
         "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
                     "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
                     "tests/test_07_sqlite_faults.py", "tests/test_07_budget.py", "tests/test_07_files.py",
@@ -75,7 +78,7 @@ TAIL = 40
 
 def stages(target: str, lane: str) -> list[str]:
     names = list(STAGES[target])
-    return [name for name in names if name in CONFORM_STAGES] if target in ("live", "text") and lane == "conform" else names
+    return [name for name in names if name in CONFORM_STAGES] if lane == "conform" else names
 
 
 def environment(traces: Path | None) -> dict[str, str]:

@@ -2,9 +2,12 @@
 
 A survivor is either judged equivalent (it behaves as the original on every input the spec
 defines; `equivalent.toml` says why, matched by file, the changed lines and optionally the
-definition) or it is a gap in the oracle, listed as UNJUDGED until the oracle is strengthened to
-kill it. The score is killed / non-equivalent: mutants that are not Python are left out before
-the run, equivalent ones after it. `OUT/report.json` holds every mutant; `OUT/report.md` is for people.
+definition), or judged beyond conform (no request of the protocol can tell it from the original, but
+an in-process stage can: the Python API alone, a refusal's wording, a fault of the machine the
+protocol cannot plant; `beyond_conform.toml` says why, matched the same way), or it is a gap in
+the oracle, listed as UNJUDGED until the oracle is strengthened to kill it. The score is killed /
+non-equivalent: mutants that are not Python are left out before the run, equivalent ones after it;
+conform's figure also leaves out those beyond conform, the whole oracle's counts them. `OUT/report.json` holds every mutant; `OUT/report.md` is for people.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 JUDGEMENTS = HERE / "equivalent.toml"
+BEYOND = HERE / "beyond_conform.toml"
 CONFORM_STAGES = ("vectors", "conform")
 MACHINE_STAGES = (*CONFORM_STAGES, "machine")
 """Kills by these count in "conform + machine"; a later stage (fastforms) only in the whole oracle's score."""
@@ -57,11 +61,11 @@ def changed_lines(diff: str) -> tuple[str, str]:
     return "\n".join(before), "\n".join(after)
 
 
-def load_judgements(path: Path = JUDGEMENTS) -> list[dict[str, str]]:
+def load_judgements(path: Path = JUDGEMENTS, table: str = "equivalent") -> list[dict[str, str]]:
     if not path.exists():
         return []
     with path.open("rb") as handle:
-        entries: list[dict[str, str]] = tomllib.load(handle).get("equivalent", [])
+        entries: list[dict[str, str]] = tomllib.load(handle).get(table, [])
     return entries
 
 
@@ -79,7 +83,8 @@ def judgement(record: dict[str, Any], judgements: list[dict[str, str]]) -> str |
     return None
 
 
-def record_of(item: Any, result: Any, tree: str, judgements: list[dict[str, str]]) -> dict[str, Any]:
+def record_of(item: Any, result: Any, tree: str, judgements: list[dict[str, str]],
+              beyond: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """One mutant's line of the report, from cosmic-ray's work item and result (None: not run yet)."""
     spec = item.mutations[0]
     record: dict[str, Any] = {
@@ -100,6 +105,7 @@ def record_of(item: Any, result: Any, tree: str, judgements: list[dict[str, str]
     else:
         record["outcome"], record["output"] = "incompetent", (result.output or "").splitlines()[-12:]
     record["equivalent"] = judgement(record, judgements)
+    record["beyond"] = None if record["equivalent"] else judgement(record, beyond or [])
     return record
 
 
@@ -107,10 +113,10 @@ def collect(database: Path, tree: str) -> list[dict[str, Any]]:
     """Every mutant of the session database, judged. (cosmic-ray is imported here only: the rest needs none.)"""
     from cosmic_ray.work_db import WorkDB, use_db
 
-    judgements = load_judgements()
+    judgements, beyond = load_judgements(), load_judgements(BEYOND, "beyond")
     with use_db(str(database), WorkDB.Mode.open) as db:
         results = dict(db.results)
-        return [record_of(item, results.get(item.job_id), tree, judgements) for item in sorted(db.work_items, key=lambda item: item.job_id)]
+        return [record_of(item, results.get(item.job_id), tree, judgements, beyond) for item in sorted(db.work_items, key=lambda item: item.job_id)]
 
 
 def _stage(record: dict[str, Any]) -> str:
@@ -125,7 +131,8 @@ def figure(done: list[dict[str, Any]], stages: tuple[str, ...] | None) -> tuple[
     and counting it as conform's miss would let a stage added after conform lower conform's figure.
     """
     killed = [r for r in done if r["outcome"] == "killed" and (stages is None or _stage(r) in stages)]
-    equivalent = [r for r in done if r["equivalent"] and not any(r is k for k in killed)]
+    equivalent = [r for r in done if (r["equivalent"] or (stages is not None and r.get("beyond")))
+                  and not any(r is k for k in killed)]
     return len(killed), len(done) - len(equivalent)
 
 
@@ -147,7 +154,9 @@ def scores(records: list[dict[str, Any]]) -> dict[str, Any]:
         "non_equivalent": counted, "killed": len(killed),
         "killed_by_conform": by_conform, "non_equivalent_conform": counted_conform,
         "killed_by_conform_and_machine": by_machine, "non_equivalent_machine": counted_machine,
-        "unjudged_survivors": sum(r["outcome"] == "survived" and not r["equivalent"] for r in done),
+        "unjudged_survivors": sum(r["outcome"] == "survived" and not r["equivalent"] and not r.get("beyond")
+                                  for r in done),
+        "beyond_conform": sum(r["outcome"] == "survived" and bool(r.get("beyond")) for r in done),
         "score": round(len(killed) / counted, 4) if counted else None,
         "score_conform": round(by_conform / counted_conform, 4) if counted_conform else None,
         "score_machine": round(by_machine / counted_machine, 4) if counted_machine else None,
@@ -177,15 +186,15 @@ def headline(settings: dict[str, Any], summary: dict[str, Any]) -> str:
     parts = [f"mutation lane {target} ({lane}, seed {settings['seed']}): {summary['run']} run"
              + (f", {summary['pending']} pending" if summary["pending"] else ""),
              f"{summary['equivalent']} equivalent", f"{summary['killed']} killed of {summary['non_equivalent']} non-equivalent"]
-    if target in ("live", "text"):
-        parts.append(f"conform alone {summary['killed_by_conform']}/{summary['non_equivalent_conform']} "
-                     f"{_percent(summary['score_conform'])}")
-        if lane == "both":
+    parts.append(f"conform alone {summary['killed_by_conform']}/{summary['non_equivalent_conform']} "
+                 f"{_percent(summary['score_conform'])}")
+    if lane == "both":
+        if target != "storage":  # storage has no machine stage
             parts.append(f"conform + machine {summary['killed_by_conform_and_machine']}/"
                          f"{summary['non_equivalent_machine']} {_percent(summary['score_machine'])}")
-            parts.append(f"every stage {summary['killed']}/{summary['non_equivalent']} {_percent(summary['score'])}")
-    else:
-        parts.append(f"score {_percent(summary['score'])}")
+        parts.append(f"every stage {summary['killed']}/{summary['non_equivalent']} {_percent(summary['score'])}")
+    if summary["beyond_conform"]:
+        parts.append(f"{summary['beyond_conform']} beyond conform")
     parts.append(f"{summary['unjudged_survivors']} unjudged survivors")
     return "; ".join(parts)
 
@@ -198,17 +207,21 @@ def markdown(settings: dict[str, Any], summary: dict[str, Any], records: list[di
         lines += [f"**Judged equivalent but killed** (a wrong judgement, a flaky oracle, or by fastforms a "
                   f"declaration only the fast forms' tests read): "
                   f"{summary['judged_equivalent_but_killed']}", ""]
-    for title, chosen in (("Unjudged survivors (gaps in the oracle)", [r for r in records if r["outcome"] == "survived"
-                                                                      and not r["equivalent"]]),
-                          ("Equivalent survivors", [r for r in records if r["outcome"] == "survived" and r["equivalent"]])):
+    survived = [r for r in records if r["outcome"] == "survived"]
+    for title, chosen in (("Unjudged survivors (gaps in the oracle)", [r for r in survived if not r["equivalent"]
+                                                                      and not r.get("beyond")]),
+                          ("Survivors beyond conform", [r for r in survived if r.get("beyond")]),
+                          ("Equivalent survivors", [r for r in survived if r["equivalent"]])):
         lines += [f"## {title}: {len(chosen)}", ""]
         for r in chosen:
             lines += [f"### {r['id']} {r['file']}:{r['line']} ({r['definition']}, {r['operator']})", ""]
             if r["equivalent"]:
                 lines += [f"Equivalent: {r['equivalent']}", ""]
+            elif r.get("beyond"):
+                lines += [f"Beyond conform: {r['beyond']}", ""]
             lines += ["```diff", r["diff"], "```", ""]
     lines += ["## Every mutant", "", "| id | where | operator | outcome |", "|---|---|---|---|"]
     for r in records:
-        outcome = r["outcome"] + (f" by {r['killed_by']}" if r.get("killed_by") else "") + (" (equivalent)" if r.get("equivalent") else "")
+        outcome = r["outcome"] + (f" by {r['killed_by']}" if r.get("killed_by") else "") + (" (equivalent)" if r.get("equivalent") else " (beyond conform)" if r.get("beyond") else "")
         lines.append(f"| {r['id']} | {r['file']}:{r['line']} | {r['operator'].split('/')[1]} | {outcome} |")
     return "\n".join(lines) + "\n"

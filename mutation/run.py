@@ -2,7 +2,8 @@
 
     python mutation/run.py --sample 150 --seed 1                 # 150 mutants of live/, conform, machine, fast forms
     python mutation/run.py --lane conform --sample 150 --seed 1  # conform alone
-    python mutation/run.py --target storage --sample 60 --seed 1 # the storage readers, storage tests + check
+    python mutation/run.py --target storage --sample 60 --seed 1 # storage/ + live/fastrecord.py: conform, storage tests, check
+    python mutation/run.py --target storage --lane conform        # the same under conform alone (its storage phase)
     python mutation/run.py --target text --sample 40             # the lossless line reader (live/fasttext.py)
     python mutation/run.py --full                                # every mutant of live/
     python mutation/run.py --sample 120 --stratify               # as many mutants of each operator family
@@ -45,6 +46,9 @@ from cosmic_ray.work_item import MutationSpec, WorkItem
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"live": "reference/sessionspec/live", "storage": "reference/sessionspec/storage",
            "text": "reference/sessionspec/live"}
+ALSO = {"storage": ("reference/sessionspec/live/fastrecord.py",)}
+"""Modules a target mutates besides its folder's: live/fastrecord.py holds the load's fast forms of a stored record
+(`stored_event`), which only a storage backend's reader runs, so the storage target is judged on it (issue 33)."""
 LEFT_TO = {"live": ("fasttext.py",), "text": ("__init__.py", "fastpath.py", "session.py", "surface.py")}
 """Modules of a target's folder mutated under another target: live/fasttext.py, the one lossless line reader, is the
 testee's reader but also every storage backend's (its block reader runs only under storage), so it is a target of its
@@ -92,7 +96,7 @@ def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]
 
 def candidates(tree: Path, target: str) -> Iterator[tuple[MutationSpec, str]]:
     """Every mutation of the target's modules, with the reason to leave it out ('' if it is kept)."""
-    for path in sorted((tree / TARGETS[target]).glob("*.py")):
+    for path in [*sorted((tree / TARGETS[target]).glob("*.py")), *(tree / extra for extra in ALSO.get(target, ()))]:
         if path.name in LEFT_TO.get(target, ()):
             continue
         source = path.read_text(encoding="utf-8")
@@ -211,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=sorted(TARGETS), default="live")
     parser.add_argument("--lane", choices=("conform", "both"), default="both",
-                        help="live: conform alone, or conform and then the in-process stages: the machine, then the "
-                             "fast forms' own tests (default)")
+                        help="conform alone, or conform and then the target's in-process stages (live: the machine, "
+                             "then the fast forms' own tests; storage: the chapter-07 tests, then check's) (default)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--sample", type=int, default=150, help="mutants drawn at random (default 150)")
     size.add_argument("--full", action="store_true", help="every mutant")
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--require", type=float, metavar="FRACTION",
                         help="exit 1 if the score (killed / non-equivalent; unjudged survivors count) is below this")
     parser.add_argument("--require-conform", type=float, metavar="FRACTION",
-                        help="live: exit 1 if conform alone kills less than this fraction")
+                        help="exit 1 if conform alone kills less than this fraction")
     parser.add_argument("--require-machine", type=float, metavar="FRACTION",
                         help="live: exit 1 if conform + machine kill less than this fraction")
     args = parser.parse_args(argv)

@@ -57,10 +57,11 @@ def test_annotations_are_left_out_only_under_postponed_evaluation() -> None:
     assert run.annotation_spans(source.replace("from __future__ import annotations\n", "")) == []
 
 
-def test_live_stops_after_conform_in_the_conform_lane() -> None:
+def test_every_target_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.stages("live", "conform") == ["vectors", "conform"]
     assert oracle.stages("live", "both") == ["vectors", "conform", "machine", "fastforms"]
-    assert oracle.stages("storage", "conform") == ["storage", "check"]
+    assert oracle.stages("storage", "conform") == ["conform"]
+    assert oracle.stages("storage", "both") == ["conform", "storage", "check"]
     assert oracle.stages("text", "conform") == ["vectors", "conform"]
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
 
@@ -160,10 +161,22 @@ def test_a_stage_after_conform_does_not_lower_conform_alone() -> None:
     assert summary["judged_equivalent_but_killed"] == ["0002 (fastforms)"]
 
 
-def test_every_judgement_names_its_lines_and_gives_a_reason() -> None:
-    with report.JUDGEMENTS.open("rb") as handle:
-        entries = tomllib.load(handle)["equivalent"]
-    assert entries, "mutation/equivalent.toml judges no survivor"
+def test_a_survivor_beyond_conform_leaves_conforms_figure_and_counts_in_the_whole_oracles() -> None:
+    """A mutant of the Python API alone: no request of the protocol tells it apart, so it is no miss of conform; the
+    in-process stages can, so the whole oracle's figure counts it (a miss if they do not kill it either)."""
+    records = [{**_record("killed", "conform"), "beyond": None}, {**_record("survived"), "beyond": "the API alone"},
+               {**_record("killed", "storage"), "beyond": "the API alone"}, {**_record("survived"), "beyond": None}]
+    summary = report.scores(records)
+    assert (summary["killed_by_conform"], summary["non_equivalent_conform"]) == (1, 2)
+    assert (summary["killed"], summary["non_equivalent"], summary["equivalent"]) == (2, 4, 0)
+    assert (summary["beyond_conform"], summary["unjudged_survivors"]) == (1, 1)
+
+
+@pytest.mark.parametrize(("path", "table"), [(report.JUDGEMENTS, "equivalent"), (report.BEYOND, "beyond")])
+def test_every_judgement_names_its_lines_and_gives_a_reason(path: Path, table: str) -> None:
+    with path.open("rb") as handle:
+        entries = tomllib.load(handle)[table]
+    assert entries, f"mutation/{path.name} judges no survivor"
     for entry in entries:
         assert set(entry) <= {"file", "definition", "before", "after", "reason"}, entry
         assert entry["file"].startswith("reference/sessionspec/") and entry["before"] and entry["reason"], entry
