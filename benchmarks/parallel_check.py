@@ -5,7 +5,7 @@ The bar (issue 36 item 3): the default never slower than `--jobs 1` under a load
 work, and at least 1.3x faster than it on two idle cores, on the 20,000-turn log. Every figure is
 a whole process as a user starts it (`python -m sessionspec.cli check ...`), its wall clock and its
 CPU time with its surveyors' (`os.wait4`), in interleaved rounds (each round runs every case once,
-in turn), so each ratio compares runs made under the same load; the median of the rounds is
+in turn, each round starting at the next case), so each ratio compares runs made under the same load; the median of the rounds is
 printed, with the spread of the ratios. `--busy N` runs N busy loops (`while True: pass`) for the
 whole measurement: a load of N from other work, on top of whatever the machine runs. With
 `--before REV`, that revision's default `check` runs beside this one's (its `reference/`, through
@@ -62,9 +62,11 @@ def main() -> None:
             table = cases(args.before is not None)
             got: dict[str, list[tuple[float, float]]] = {case.name: [] for case in table}
             loads = []
-            for _ in range(args.rounds):
+            for number in range(args.rounds):
                 loads.append(os.getloadavg()[0])
-                for case in table:
+                # Each round starts at another case: with busy loops, the scheduler's share of a CPU drifts within a
+                # round, and a fixed order would give the same case the same drift in every round.
+                for case in table[number % len(table):] + table[:number % len(table)]:
                     got[case.name].append(run([*case.argv, str(log)], paths[case.side]))
             report(log, table, got, args.busy, loads)
     finally:
