@@ -17,7 +17,7 @@ import pytest
 from sessionspec.cli import main
 from sessionspec.conformance import failures
 from sessionspec.conformance import vectors as vector_files
-from sessionspec.conformance.storagephase import saves
+from sessionspec.conformance.storagevectors import saved
 from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 from sessionspec.testing import planted
 from sessionspec.wire.divergence import Divergence
@@ -86,7 +86,7 @@ def test_our_testees_have_no_divergence(tmp_path: Path, impl: str) -> None:
     stored = storage_vectors.load()
     repairs = sum("file" in v and v["expected"]["ok"] and bool(v["expected"]["torn"] or v["expected"]["closers"])
                   for v in stored)
-    cases = len(list(vector_files.DEFAULT_DIR.glob("*.json"))) + len(stored) + repairs + 3 * len(saves.sessions()) + 3
+    cases = len(list(vector_files.DEFAULT_DIR.glob("*.json"))) + len(stored) + repairs + 3 * len(saved.sessions()) + 3
     assert data["vectors"]["failed"] == 0 and data["vectors"]["total"] == cases
     assert data["vectors"]["skipped"] == sum("generator" in v for v in stored) == 5
     assert data["machine"]["examples"] >= 4 and data["machine"]["divergences"] == 0 and data["divergences"] == []

@@ -11,7 +11,7 @@ import pytest
 from sessionspec.cli import main
 from sessionspec.conformance import vectors as vector_files
 from sessionspec.conformance.selection import Selection, catalog, listing
-from sessionspec.conformance.storagephase import saves
+from sessionspec.conformance.storagevectors import saved
 from sessionspec.conformance.storagevectors import vectorfiles as storage_vectors
 from sessionspec.wire.divergence import Divergence
 from support import valid_report
@@ -36,7 +36,7 @@ def test_list_piped_is_one_tab_separated_line_per_id_with_its_level(capsys: pyte
     storage = {row[1]: row[2] for row in rows if row[0] == "storage"}
     assert {v["id"] for v in STORED} < set(storage)
     assert {f"repair:{v}" for v in REPAIRED} < set(storage) and REPAIRED
-    assert {f"save:{name}:{backend}" for name in saves.names() for backend in BACKENDS} < set(storage)
+    assert {f"save:{name}:{backend}" for name in saved.names() for backend in BACKENDS} < set(storage)
     assert storage["crash:sqlite"] == "recommended" and storage["save:deep-1000:jsonl"] == "required"
     vectors = {row[1] for row in rows if row[0] == "vector"}
     assert vectors == {json.loads(path.read_text())["id"] for path in vector_files.DEFAULT_DIR.glob("*.json")}
@@ -128,7 +128,7 @@ def test_storage_cases_are_selected_by_id_and_by_rule(tmp_path: Path) -> None:
     assert data["vectors"]["storage"] == data["vectors"]["total"] == len(ran)
     assert any("storage cases" in why for why in data["header"]["options"]["selection"]["leftOut"])
     assert _storage_cases(tmp_path, "--run", "crash:jsonl")[0] == {"crash:jsonl"}
-    assert _storage_cases(tmp_path, "--run", "save:*:sqlite")[0] == {f"save:{name}:sqlite" for name in saves.names()}
+    assert _storage_cases(tmp_path, "--run", "save:*:sqlite")[0] == {f"save:{name}:sqlite" for name in saved.names()}
     repairs, _ = _storage_cases(tmp_path, "--run", "SESSION-CONFORMANCE-STORAGE.4")
     assert repairs == {f"repair:{v}" for v in REPAIRED}
 

@@ -12,8 +12,8 @@ from sessionspec.cli import main
 from sessionspec.conformance import outcome as outcomes
 from sessionspec.conformance import runner
 from sessionspec.conformance.failures import Verdict
-from sessionspec.conformance.storagephase import NOT_APPLICABLE, declared, saves
-from sessionspec.conformance.storagevectors import vectorfiles
+from sessionspec.conformance.storagephase import NOT_APPLICABLE, declared
+from sessionspec.conformance.storagevectors import saved, vectorfiles
 
 SERVE = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl"]
 STORAGE_CASES = ("save:", "crash:", "repair:")
@@ -46,7 +46,7 @@ def test_our_testees_pass_the_storage_phase(impl: str, tmp_path: Path) -> None:
     cases = storage_outcomes(result)
     assert {c.status for c in cases} <= {"passed", "skipped"}, [(c.id, c.divergence and c.divergence.why)
                                                                   for c in cases if c.status == "failed"]
-    assert sum(c.id.startswith("save:") for c in cases) == len(saves.sessions()) * 3
+    assert sum(c.id.startswith("save:") for c in cases) == len(saved.sessions()) * 3
     assert sum(c.id.startswith("crash:") for c in cases) == 3
     assert sum(c.id.startswith("repair:") for c in cases) >= 8  # SESSION-CONFORMANCE-STORAGE.4 over the wire
     assert all(c.reason.startswith("a generated log") for c in cases if c.status == "skipped")

@@ -109,12 +109,13 @@ def row(members: list[Json]) -> dict[str, Json]:
     first = members[0]
     data, chunk = first["data"], first["data"]["chunk"]
     tag = _TAG_OF[chunk["type"]]
-    payload: dict[str, Json] = {"turn": data["turn"], "step": data["step"], "index": chunk["index"]}
+    # The upstream writer's key order (notes §4.4): dt before a tool row's id and name.
+    payload: dict[str, Json] = {"turn": data["turn"], "step": data["step"], "index": chunk["index"],
+                                "dt": [b["time"] - a["time"] for a, b in pairwise(members)]}
     if tag == TOOL_ROW:
         payload["id"] = chunk["id"]
         if "name" in chunk:
             payload["name"] = chunk["name"]
-    payload["dt"] = [b["time"] - a["time"] for a, b in pairwise(members)]
     field, text_key = ("args", "argumentsDelta") if tag == TOOL_ROW else ("texts", "text")
     payload[field] = [m["data"]["chunk"][text_key] for m in members]
     return {"type": tag, "seq0": first["seq"], "time0": first["time"], "data": payload}

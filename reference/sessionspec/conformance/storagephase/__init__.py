@@ -30,7 +30,7 @@ from typing import Any
 from sessionspec.conformance.storagephase import saves
 from sessionspec.conformance.storagephase.crash import crash_trials
 from sessionspec.conformance.storagephase.loads import load_vector, repair_vector, repairable
-from sessionspec.conformance.storagevectors import vectorfiles
+from sessionspec.conformance.storagevectors import layouts, saved, vectorfiles
 from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.wire.capabilities import NOT_APPLICABLE
 from sessionspec.wire.exchange import Exchange
@@ -109,7 +109,7 @@ def cases(vectors: Sequence[dict[str, Any]], backends: Sequence[str] = BACKENDS)
         yield _load(vector)
         if repairable(vector):
             yield _repair(vector)
-    yield from (_save(name, backend) for name in saves.names() for backend in backends)
+    yield from (_save(name, backend) for name in saved.names() for backend in backends)
     yield from (_crash(backend) for backend in backends)
 
 
@@ -152,7 +152,8 @@ def run_phase(exchange: Exchange, testee: Answer, settings: Settings,
         return out
     if _in_shard(settings.shard, len(every)):
         out.extend(saves.check_saves(exchange, backends, settings.workdir / "saves",
-                                     lambda name, backend: settings.wants(_save(name, backend).names)))
+                                     lambda name, backend: settings.wants(_save(name, backend).names),
+                                     layouts.read(settings.vectors_dir)))
     crashed = tuple(backend for backend in backends if settings.wants(_crash(backend).names))
     if settings.crash and crashed and _in_shard(settings.shard, len(every) + 1) and not exchange.past_deadline:
         out.extend(crash_trials(settings.command, crashed, settings.workdir / "crash", timeout=settings.timeout,

@@ -1,104 +1,40 @@
 """The save check (SESSION-CONFORMANCE-STORAGE.2): sessions built on the testee, saved in each declared backend, and
 each file read back by the reference.
 
-The sessions are the machine's: valid appends and replacements drawn by the conformance machine's
-generators (`testing.choose`, seeded, so a run is reproducible), an agent log whose chunks the
-writers pack, a run of 1,030 chunks (SQLite rows of at most 1,024 members: SESSION-CHUNK-ROWS.5),
-a run of 100 KiB chunks (rows of at most 1 MiB), and a value nested 1,000 deep. Each request goes
+The sessions are `storagevectors.saved`'s (the machine's draws, an agent log, chunks of every kind and
+at the bounds, a deep value). Each request goes
 to the reference and the testee through the exchange (their answers compared as always), then
 `save`. The file must load through the reference's gate to the session's events, and be the bytes
 the reference's writer writes for those events (the header line, every record's canonical key
 order, the rows packed as spec/07 packs them; zstd compared as its plaintext, SQLite as its rows).
-A divergence is minimized to the shortest prefix of the session's requests that still shows it.
+A divergence is minimized to the shortest prefix of the session's requests that still shows it. The file
+is also held to the session's committed layout (`storagevectors.layouts`), which the reference's own writer
+cannot move along with it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
-import functools
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import zstandard
 
 from sessionspec import live, storage
-from sessionspec.catalog import DEFAULT_CATALOG
-from sessionspec.conformance.storagevectors.builders import agent_log
+from sessionspec.conformance.storagevectors import layouts
 from sessionspec.conformance.storagevectors.cases import SUFFIX
+from sessionspec.conformance.storagevectors.saved import builders
 from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import thaw
-from sessionspec.testing.choose import replacement, seeded, valid_append
-from sessionspec.testing.loops import ticking_clock
-from sessionspec.testing.strategies import Request, View
+from sessionspec.testing.strategies import Request
 from sessionspec.wire.compare import same_json
 from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
 from sessionspec.wire.storageops import SAVES_WHAT_LOADS
-
-SEEDED: Final = (0, 1, 2)
-DRAWN: Final = 30
-"""Sessions drawn by the machine's generators, and requests drawn for each."""
-
-
-def drawn_requests(seed: int, count: int = DRAWN) -> list[Request]:
-    """Valid appends and replacements as the conformance machine draws them, each kept only if the store takes it and
-    a load can read it back: an append of a type of no catalog, not marked ignorable, is taken by the store and
-    refused by the load gate (SESSION-UNKNOWN-EVENT-GATE.1), so it is no test of a writer."""
-    choose = seeded(seed)
-    session = live.Session.create("drawn", clock=ticking_clock())
-    out: list[Request] = []
-    for _ in range(count):
-        view = View.of(session)
-        request = replacement(choose, view) if view.nodes and choose(4) == 0 else valid_append(choose, view)
-        if request.get("type") not in DEFAULT_CATALOG.types and request.get("ignorable") is not True:
-            continue
-        try:
-            session.append_request(copy.deepcopy(request))
-        except SpecViolation:
-            continue
-        out.append(request)
-    return out
-
-
-def _appends(events: list[dict[str, Any]]) -> list[Request]:
-    return [{key: value for key, value in event.items() if key not in ("seq", "time")} for event in events]
-
-
-def chunk_run(count: int, size: int) -> list[Request]:
-    """A turn whose step streams `count` text chunks of `size` characters each."""
-    chunk = [{"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
-        "type": "text-delta", "index": 0, "text": chr(ord("a") + k % 26) * size}}} for k in range(count)]
-    return [{"type": "turn/start", "data": {"turn": 1}}, {"type": "step/start", "data": {"turn": 1, "step": 1}}, *chunk]
-
-
-def deep_value(depth: int) -> list[Request]:
-    value: Any = "leaf"
-    for _ in range(depth):
-        value = [value]
-    return [{"type": "plugin/deep", "data": value, "ignorable": True}]
-
-
-def _builders() -> dict[str, Callable[[], list[Request]]]:
-    """Each session the check saves, by name, and how its requests are built (only when it runs)."""
-    return {**{f"drawn-{seed}": functools.partial(drawn_requests, seed) for seed in SEEDED},
-            "agent-log": lambda: _appends([event for batch in agent_log(3) for event in batch]),
-            "chunks-1030": lambda: chunk_run(1_030, 1), "chunks-100k": lambda: chunk_run(12, 100 << 10),
-            "deep-1000": lambda: deep_value(1_000)}
-
-
-def names() -> list[str]:
-    """The sessions' names, for `conform --list` and `--run`/`--skip` (`save:NAME:BACKEND`), without building them."""
-    return list(_builders())
-
-
-def sessions() -> list[tuple[str, list[Request]]]:
-    """The sessions the check saves: name and requests."""
-    return [(name, build()) for name, build in _builders().items()]
 
 
 def _plain(events: Any) -> list[Any]:
@@ -126,8 +62,9 @@ def _same_bytes(path: Path, canonical: Path, backend: str) -> bool:
     return _sqlite_rows(path) == _sqlite_rows(canonical)
 
 
-def judge_file(path: Path, backend: str, events: list[Any]) -> list[str]:
-    """Why the file the testee saved is not what the reference's writer writes for the session (empty: it is)."""
+def judge_file(path: Path, backend: str, events: list[Any], layout: Any = None) -> list[str]:
+    """Why the file the testee saved is not what the reference's writer writes for the session (empty: it is); with
+    `layout`, the session's committed layout (`layouts`), also why its records or frames are not laid out so."""
     try:
         loaded = storage.load(path, create=live.Session.create)
     except (SpecViolation, storage.Unreadable) as error:
@@ -144,13 +81,16 @@ def judge_file(path: Path, backend: str, events: list[Any]) -> list[str]:
     if not why and not _same_bytes(path, canonical, backend):
         why.append("bytes: expected the bytes the reference's writer writes for these events (header line, "
                    "canonical key order, packed rows), got others")
+    if not why and layout is not None:
+        why.extend(layouts.differences(path, backend, layout))
     return why
 
 
 def _attempt(exchange: Exchange, name: str, requests: list[Request], backends: tuple[str, ...],
-             workdir: Path) -> dict[str, Divergence]:
+             workdir: Path, laid: layouts.Layouts | None = None) -> dict[str, Divergence]:
     """One session on both sides, saved by the testee in each backend and each file judged: the divergences by
-    backend (the exchange's own, for a request answered otherwise, under each)."""
+    backend (the exchange's own, for a request answered otherwise, under each). `laid`: the committed layouts, for
+    the whole session only (a shorter prefix, while minimizing, has none)."""
     exchange.begin("vector", f"save:{name}")
     try:
         exchange.send({"op": "create", "id": f"save-{name}", "seed": None, "header": None})
@@ -167,7 +107,7 @@ def _attempt(exchange: Exchange, name: str, requests: list[Request], backends: t
         return dict.fromkeys(backends, diverged.divergence)
     found = {}
     for backend, path in paths.items():
-        why = judge_file(path, backend, list(snapshot.get("events", [])))
+        why = judge_file(path, backend, list(snapshot.get("events", [])), (laid or {}).get((name, backend)))
         if why:
             trace = [request for request in exchange.trace if request.get("op") != "save" or request["backend"] == backend]
             found[backend] = divergence("vector", f"save:{name}:{backend}", "save", {"ok": True}, {"ok": True}, trace,
@@ -191,19 +131,21 @@ def _shortest(exchange: Exchange, name: str, requests: list[Request], backend: s
 
 
 def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
-                chosen: Callable[[str, str], bool] = lambda name, backend: True) -> list[VectorOutcome]:
-    """Every session saved in every declared backend: one case each, a divergence minimized; only the sessions and
-    backends `chosen` (`--run`/`--skip`, by `save:NAME:BACKEND`) are built and saved."""
+                chosen: Callable[[str, str], bool] = lambda name, backend: True,
+                laid: layouts.Layouts | None = None) -> list[VectorOutcome]:
+    """Every session saved in every declared backend: one case each, a divergence minimized (a layout's divergence is
+    the whole session's: its layout is committed for the whole); only the sessions and backends `chosen`
+    (`--run`/`--skip`, by `save:NAME:BACKEND`) are built and saved; `laid`, the committed layouts."""
     workdir.mkdir(parents=True, exist_ok=True)
     out: list[VectorOutcome] = []
-    for name, build in _builders().items():
+    for name, build in builders().items():
         if exchange.past_deadline:
             return out
         backends_of = tuple(backend for backend in backends if chosen(name, backend))
         if not backends_of:
             continue
         requests, started = build(), time.perf_counter()
-        found = _attempt(exchange, name, requests, backends_of, workdir)
+        found = _attempt(exchange, name, requests, backends_of, workdir, laid)
         for backend, divergent in list(found.items()):
             found[backend] = _shortest(exchange, name, requests, backend, workdir, divergent)
         seconds = (time.perf_counter() - started) / len(backends_of)

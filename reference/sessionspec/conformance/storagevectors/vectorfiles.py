@@ -20,7 +20,9 @@ import orjson
 
 from sessionspec import live
 from sessionspec.conformance.registry import all_rules
+from sessionspec.conformance.storagevectors import layouts
 from sessionspec.conformance.storagevectors.cases import GENERATORS, SUFFIX, StorageCase, storage_cases
+from sessionspec.conformance.storagevectors.saved import expected_layouts
 from sessionspec.levels import Level
 from sessionspec.resources import shipped
 from sessionspec.rules import RULES
@@ -116,6 +118,7 @@ def generate_all(directory: Path) -> dict[str, bytes]:
         if case.generator is None:
             out[case.file_name] = path.read_bytes()
         path.unlink()
+    out[layouts.FILE] = expected_layouts(directory)  # the save check's committed layouts (storagephase.layouts)
     return out
 
 

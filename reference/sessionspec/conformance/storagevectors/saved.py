@@ -1,0 +1,125 @@
+"""The sessions the save check saves (SESSION-CONFORMANCE-STORAGE.2), and their committed layouts.
+
+What the storage phase's save check (`storagephase.saves`) builds on the testee: valid appends and
+replacements drawn by the conformance machine's generators (`testing.choose`, seeded, so a run is
+reproducible), an agent log whose chunks the writers pack, every kind of chunk in runs of 1 to 4, a
+run of 1,030 chunks (SQLite rows of at most 1,024 members: SESSION-CHUNK-ROWS.5), a run of 100 KiB
+chunks (rows of at most 1 MiB), and a value nested 1,000 deep. Here, beside the storage vectors,
+because each session's layout as the reference's writer lays it out is generated with them
+(`expected_layouts`, `save-layouts.jsonl`: `layouts`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from sessionspec import live
+from sessionspec.catalog import DEFAULT_CATALOG
+from sessionspec.conformance.storagevectors import layouts
+from sessionspec.conformance.storagevectors.builders import agent_log
+from sessionspec.conformance.storagevectors.cases import SUFFIX
+from sessionspec.errors import SpecViolation
+from sessionspec.testing.choose import replacement, seeded, valid_append
+from sessionspec.testing.loops import ticking_clock
+from sessionspec.testing.strategies import Request, View
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.storageops import BACKENDS
+
+SEEDED: Final = (0, 1, 2)
+DRAWN: Final = 30
+"""Sessions drawn by the machine's generators, and requests drawn for each."""
+
+
+def drawn_requests(seed: int, count: int = DRAWN) -> list[Request]:
+    """Valid appends and replacements as the conformance machine draws them, each kept only if the store takes it and
+    a load can read it back: an append of a type of no catalog, not marked ignorable, is taken by the store and
+    refused by the load gate (SESSION-UNKNOWN-EVENT-GATE.1), so it is no test of a writer."""
+    choose = seeded(seed)
+    session = live.Session.create("drawn", clock=ticking_clock())
+    out: list[Request] = []
+    for _ in range(count):
+        view = View.of(session)
+        request = replacement(choose, view) if view.nodes and choose(4) == 0 else valid_append(choose, view)
+        if request.get("type") not in DEFAULT_CATALOG.types and request.get("ignorable") is not True:
+            continue
+        try:
+            session.append_request(copy.deepcopy(request))
+        except SpecViolation:
+            continue
+        out.append(request)
+    return out
+
+
+def _appends(events: list[dict[str, Any]]) -> list[Request]:
+    return [{key: value for key, value in event.items() if key not in ("seq", "time")} for event in events]
+
+
+def chunk_run(count: int, size: int) -> list[Request]:
+    """A turn whose step streams `count` text chunks of `size` characters each."""
+    chunk = [{"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
+        "type": "text-delta", "index": 0, "text": chr(ord("a") + k % 26) * size}}} for k in range(count)]
+    return [{"type": "turn/start", "data": {"turn": 1}}, {"type": "step/start", "data": {"turn": 1, "step": 1}}, *chunk]
+
+
+def chunk_kinds() -> list[Request]:
+    """A step streaming every kind of chunk a writer packs (SESSION-CHUNK-ROWS.6), in runs of 1 to 4: a tool call's
+    deltas with its name and without (a packed tool row keeps `name` only when its chunks have one), reasoning and
+    text. Runs of 1 and 2 stay verbatim, runs of 3 and 4 are packed, so the saved file's events hold every member's
+    fields as appended whether or not the writer packed them."""
+    def chunk(body: dict[str, Any]) -> Request:
+        return {"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": body}}
+
+    named = [chunk({"type": "tool-call-delta", "index": 0, "id": "c1", "name": "read", "argumentsDelta": part})
+             for part in ('{"pa', 'th":', '"a"', "}")]
+    unnamed = [chunk({"type": "tool-call-delta", "index": 1, "id": "c2", "argumentsDelta": part}) for part in ("{", '"', "}")]
+    reasoning = [chunk({"type": "reasoning-delta", "index": 0, "text": text}) for text in ("I ", "think")]
+    text = [chunk({"type": "text-delta", "index": 0, "text": text}) for text in ("Done", ".", " ")]
+    lone = [chunk({"type": "text-delta", "index": 1, "text": "!"})]
+    return [{"type": "turn/start", "data": {"turn": 1}}, {"type": "step/start", "data": {"turn": 1, "step": 1}},
+            *named, *unnamed, *reasoning, *text, *lone]
+
+
+def deep_value(depth: int) -> list[Request]:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return [{"type": "plugin/deep", "data": value, "ignorable": True}]
+
+
+def builders() -> dict[str, Callable[[], list[Request]]]:
+    """Each session the check saves, by name, and how its requests are built (only when it runs)."""
+    return {**{f"drawn-{seed}": functools.partial(drawn_requests, seed) for seed in SEEDED},
+            "agent-log": lambda: _appends([event for batch in agent_log(3) for event in batch]),
+            "chunk-kinds": chunk_kinds, "chunks-1030": lambda: chunk_run(1_030, 1), "chunks-100k": lambda: chunk_run(12, 100 << 10),
+            "deep-1000": lambda: deep_value(1_000)}
+
+
+def names() -> list[str]:
+    """The sessions' names, for `conform --list` and `--run`/`--skip` (`save:NAME:BACKEND`), without building them."""
+    return list(builders())
+
+
+def sessions() -> list[tuple[str, list[Request]]]:
+    """The sessions the check saves: name and requests."""
+    return [(name, build()) for name, build in builders().items()]
+
+
+def expected_layouts(workdir: Path) -> bytes:
+    """`save-layouts.jsonl` (`vectors generate`): each session saved in each backend by the reference's executor, as
+    `serve --impl live` saves it, and the file's layout."""
+    entries = []
+    for name, requests in sessions():
+        executor = Executor(live.Session.create, "live", storage=BACKENDS)
+        for request in [{"op": "create", "id": f"save-{name}", "seed": None, "header": None},
+                        *({"op": "append", **request} for request in requests)]:
+            assert executor.run(request).get("ok"), (name, request)
+        for backend in BACKENDS:
+            path = workdir / f"{name}{SUFFIX[backend]}"
+            assert executor.run({"op": "save", "path": str(path), "backend": backend}).get("ok"), (name, backend)
+            entries.append((name, backend, layouts.layout(path, backend)))
+            path.unlink()
+    return layouts.render(entries)
