@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import jsonschema
 import pytest
+import zstandard
 from referencing import Registry, Resource
+from sessionspec import live, model
 from sessionspec.conformance.storagevectors import vectorfiles
 from sessionspec.conformance.storagevectors.cases import storage_cases
 from sessionspec.rules import RULES
+from sessionspec.storage import storedlog
+from sessionspec.wire.executor import Executor
+from sessionspec.wire.storageops import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "spec" / "schema"
@@ -35,9 +41,34 @@ def test_every_storage_vector_matches_its_schema_and_has_its_file() -> None:
 
 
 def test_the_whole_set_stays_small() -> None:
-    """Large cases are generators: the committed set is well under a few MB."""
-    size = sum(path.stat().st_size for path in DIRECTORY.iterdir())
-    assert size < 2 << 20, f"{size:,} bytes"
+    """Large cases are generators: the committed set is well under a few MB, and stored (git's objects, the wheel's
+    zip) it is smaller still. One file is 1 MiB of spaces (a header line past a reader's 1 MiB piece), which a default
+    run must reach and which compresses to a few KB."""
+    paths = list(DIRECTORY.iterdir())
+    size = sum(path.stat().st_size for path in paths)
+    assert size < 3 << 20, f"{size:,} bytes"
+    stored = sum(len(zlib.compress(path.read_bytes())) for path in paths)
+    assert stored < 1 << 20, f"{stored:,} bytes compressed"
+
+
+def test_the_vectors_past_a_readers_shortcuts_are_past_them() -> None:
+    """Numbers stated here, not read from the code: a reader reads a line in pieces of 1 MiB, the store's fast form looks
+    at a file's last 64 KiB for an open turn, and a small compressed log decodes to at most 256 MiB of plaintext
+    (SESSION-STORAGE-RECORD.3). Each vector that passes one is past it, and small."""
+    header = (DIRECTORY / "SESSION-STORAGE-RECORD.1-jsonl-long-header.jsonl").read_bytes().split(b"\n")[0]
+    assert len(header) > 1 << 20
+    log = (DIRECTORY / "SESSION-STORAGE-LOAD.2-jsonl-long-turn.jsonl").read_bytes()
+    assert len(log) - log.rindex(b'"type":"turn/start"') > 64 << 10 and len(log) < 100_000
+    vectors = {v["id"]: v for v in vectorfiles.load(DIRECTORY)}
+    bomb = vectors["SESSION-STORAGE-RECORD.3-zstd-plaintext"]
+    assert (DIRECTORY / bomb["file"]).stat().st_size < 16_000
+    plain = 0
+    with (DIRECTORY / bomb["file"]).open("rb") as stream, \
+            zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True) as frames:
+        while piece := frames.read(16 << 20):
+            plain += len(piece)
+    assert plain > 256 << 20
+    assert bomb["expected"]["error"]["rule"] == "SESSION-STORAGE-RECORD.3"
 
 
 def test_the_bounds_are_met_at_and_one_past() -> None:
@@ -98,3 +129,20 @@ def test_a_stale_or_extra_storage_file_is_found(tmp_path: Path) -> None:
     problems = vectorfiles.check(directory)
     assert "storage/stray.jsonl: no case generates it" in problems
     assert any(p.endswith("missing (run `sessionspec vectors generate`)") for p in problems)
+
+
+def test_the_live_testee_loads_as_the_store_does_and_the_vectors_as_the_gate(monkeypatch: pytest.MonkeyPatch,
+                                                                              tmp_path: Path) -> None:
+    """`serve --impl live` answers a JSONL load with the store's own load, its fast form first (what a program using
+    the store runs, and which the vectors otherwise never reach); the vectors' answers stay the load gate's own."""
+    calls: list[str] = []
+    fast = storedlog.load_jsonl
+    monkeypatch.setattr(storedlog, "load_jsonl", lambda name, *rest: calls.append(name) or fast(name, *rest))
+    vector = {v["id"]: v for v in vectorfiles.load(DIRECTORY)}["SESSION-STORAGE-LOAD.1-jsonl"]
+    path = vectorfiles.materialize(vector, tmp_path)
+    request = {"op": "load", "path": str(path), "session": None}
+    assert Executor(live.Session.create, "live", storage=BACKENDS).run(request)["ok"] is True
+    assert calls == [str(path)]
+    assert vectorfiles.reference_executor().run(request)["ok"] is True
+    assert Executor(model.Session.create, "model", storage=BACKENDS).run(request)["ok"] is True
+    assert calls == [str(path)]

@@ -31,6 +31,8 @@ BACKENDS: Final = ("jsonl", "jsonl.zstd", "sqlite")
 """The backend names a testee may declare: `sessionspec.storage.formats.FORMATS`, spelt here so that answering
 `hello` loads no storage code (a test holds the two equal)."""
 STORAGE_MODULE: Final = "sessionspec.storage"
+STORE_MODULE: Final = "sessionspec.live"
+"""The store's session, whose `load` is the store's own (`Codec.load`); loaded with the storage code, as it imports it."""
 
 K = Kind
 STORAGE_SHAPE = define("SESSION-CONFORMANCE-PROTOCOL.11", K.ENVELOPE,
@@ -74,7 +76,11 @@ class Codec:
     """What the storage ops do to a file: the project's own reader and writer (spec/07)."""
 
     def load(self, path: str, session_id: str | None, create: Callable[..., Any]) -> Any:
-        return _storage().load(path, session_id=session_id, create=create)
+        """The store's own session (`live`) loads a log as a program using the store does: `storage.load` with no
+        factory, its fast form first (storage/storedlog.py), so the storage vectors reach the code users run. Any other
+        session seeds what the gate itself read."""
+        store = create == importlib.import_module(STORE_MODULE).Session.create
+        return _storage().load(path, session_id=session_id, create=None if store else create)
 
     def save(self, path: str, header: Any, events: Any, backend: str) -> Any:
         """A new log at `path`; returns the open log, to which an attached session appends."""
@@ -90,6 +96,14 @@ class Codec:
         plan = storage.load(path, session_id=session_id, create=create)
         storage.repair(path, session_id=session_id, create=create, plan=plan)
         return plan
+
+
+class GateCodec(Codec):
+    """Every log read by the load gate itself and seeded by the session's `create`, never the store's fast form: the
+    reference's answer, which the storage vectors record (`storagevectors.vectorfiles`)."""
+
+    def load(self, path: str, session_id: str | None, create: Callable[..., Any]) -> Any:
+        return _storage().load(path, session_id=session_id, create=create)
 
 
 def codec_of(factory: Callable[..., Any]) -> Codec:

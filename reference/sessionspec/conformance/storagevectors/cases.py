@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from sessionspec.conformance.storagevectors import faults as f
 from sessionspec.jsontext import dumps
+from sessionspec.storage.sqliterows import encode_seqs
 
 TEXT: Final = ("jsonl", "jsonl.zstd")
 ALL: Final = ("jsonl", "jsonl.zstd", "sqlite")
@@ -30,6 +31,13 @@ ROW_MEMBERS: Final = 65_536
 """SESSION-CHUNK-ROWS.8: a packed row holds at most 65,536 members (spec/07)."""
 FRAME_RECORDS: Final = 65_536
 """SESSION-ZSTD-FRAMES.5: a frame decodes to at most 65,536 records (spec/07)."""
+PLAINTEXT_LINE: Final = 36 << 20
+"""Eight lines of 36 MiB: 288 MiB, past the 256 MiB of plaintext a small compressed log may decode to
+(SESSION-STORAGE-RECORD.3), each line within 64 MiB and each frame of four within 256 MiB (spec/07)."""
+LONG_HEADER: Final = (1 << 20) + 100
+"""A header line of 1 MiB and 100 bytes: longer than the piece a reader reads a line in (ours: 1 MiB)."""
+LONG_QUESTION: Final = (64 << 10) + 100
+"""A last turn of more than 64 KiB: further than the store's fast form looks from a file's end for an open turn."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,11 @@ def _mid(edit: f.Edit) -> Callable[[Path], Path]:
     return partial(f.edited, seq=f.MIDDLE, edit=edit)
 
 
+def _mid_of(seq: int, edit: f.Edit) -> Callable[[Path], Path]:
+    """The closed log with the record at `seq` (an event's, not a packed row's) what `edit` makes of it."""
+    return partial(f.edited, seq=seq, edit=edit)
+
+
 def _tail(edit: f.Edit) -> Callable[[Path], Path]:
     return partial(f.edited, seq=f.TAIL, edit=edit, open_tail=True)
 
@@ -107,6 +120,9 @@ def _bounded() -> list[StorageCase]:
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-past", "200 bytes of frames that decode to 131,070 records",
                     ("SESSION-STORAGE-RECORD.3", "SESSION-ZSTD-FRAMES.5"), "jsonl.zstd",
                     partial(f.expanding_frames, frames=2, per_frame=FRAME_RECORDS - 1), refused=True),
+        StorageCase("SESSION-STORAGE-RECORD.3-zstd-plaintext", "10 KB of frames whose torn tail decodes to 288 MiB of "
+                    "plaintext", ("SESSION-STORAGE-RECORD.3",), "jsonl.zstd",
+                    partial(f.plaintext_bomb, frames=2, lines=4, size=PLAINTEXT_LINE), refused=True),
     ]
 
 
@@ -138,6 +154,23 @@ def _gate() -> list[StorageCase]:
                       _tail(f.replace_data(b"{not json")), TEXT),
         StorageCase("SESSION-TORN-TAIL.3-sqlite", "an undecodable last row starts a torn tail", ("SESSION-TORN-TAIL.3",),
                     "sqlite", f.sql("UPDATE events SET data = '{not json' WHERE seq = 20", open_tail=True)),
+        StorageCase("SESSION-STORAGE-LOAD.2-jsonl-long-turn",
+                    "an open tail turn that started more than 64 KiB before the end loads with its closers",
+                    ("SESSION-STORAGE-LOAD.2",), "jsonl", partial(f.long_open_turn, question=LONG_QUESTION)),
+        *_per_backend("SESSION-STORAGE-LOAD.1", "a log whose records each pass the gate but whose replacement starts "
+                      "off the surface is refused at seeding", _mid_of(13, f.changed(
+                          surfaceOp={"op": "replace", "start": 2, "end": 7}, sourceEventSeqs=[2, 7])), TEXT,
+                      rules=("SESSION-SURFACE-REPLACE.1",), variant="seeding", refused=True),
+        StorageCase("SESSION-STORAGE-LOAD.1-sqlite-seeding", "a log whose rows each pass the gate but whose replacement "
+                    "starts off the surface is refused at seeding", ("SESSION-STORAGE-LOAD.1", "SESSION-SURFACE-REPLACE.1"),
+                    "sqlite", f.sql("UPDATE events SET surface_op = '{\"op\":\"replace\",\"start\":2,\"end\":7}', "
+                                    f"source_event_seqs = x'{encode_seqs([2, 7]).hex()}' WHERE seq = 13"), refused=True),
+        *_per_backend("SESSION-STORAGE-SEQ.1", "a last turn/end whose seq skips ahead is corruption, not a torn tail",
+                      _mid_of(23, f.changed(seq=25)), TEXT, rules=("SESSION-TORN-TAIL.2",), variant="turn-end",
+                      refused=True),
+        StorageCase("SESSION-STORAGE-SEQ.1-sqlite-turn-end", "a last turn/end whose seq skips ahead is corruption, not a "
+                    "torn tail", ("SESSION-STORAGE-SEQ.1", "SESSION-TORN-TAIL.2"), "sqlite",
+                    f.sql("UPDATE events SET seq = 25 WHERE seq = 23"), refused=True),
         StorageCase("SESSION-TORN-TAIL.1-jsonl", "a last line without its newline is a torn tail",
                     ("SESSION-TORN-TAIL.1",), "jsonl", f.torn_line),
         StorageCase("SESSION-ZSTD-FRAMES.4", "a torn final frame: its complete records are recovered",
@@ -207,6 +240,12 @@ def _headers() -> list[StorageCase]:
         StorageCase("SESSION-FORMAT-VERSION.1-sqlite", "a session of a newer format is refused",
                     ("SESSION-FORMAT-VERSION.1",), "sqlite", f.sql("UPDATE sessions SET version = 1"),
                     refused=True),
+        StorageCase("SESSION-STORAGE-RECORD.1-jsonl-long-header", "a header line padded with spaces past 1 MiB loads",
+                    ("SESSION-STORAGE-RECORD.1", "SESSION-STORAGE-HEADER.1"), "jsonl",
+                    partial(f.padded_header, size=LONG_HEADER)),
+        StorageCase("SESSION-LOSSLESS-TEXT.1-sqlite-header", "a header column (cwd) of TEXT that is not UTF-8 is refused",
+                    ("SESSION-LOSSLESS-TEXT.1",), "sqlite",
+                    f.sql("UPDATE sessions SET cwd = CAST(x'2f746d70ff' AS TEXT)"), refused=True),
         StorageCase("SESSION-CONFORMANCE-PROTOCOL.13", "bytes of no backend are no session log",
                     ("SESSION-CONFORMANCE-PROTOCOL.13",), "none", f.not_a_log, refused=True),
     ]

@@ -9,6 +9,7 @@ the open log (nothing follows: a torn tail, SESSION-TORN-TAIL.3).
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -133,6 +134,22 @@ def row_at(path: Path, members: int, *, sqlite_row: bool = False) -> Path:
     return _text(path, [lines_of(batch), [dumps(row).encode()], lines_of(ends)])
 
 
+def padded_header(path: Path, size: int) -> Path:
+    """SESSION-STORAGE-RECORD.1: the valid log under a header line of `size` bytes, its header padded with spaces (JSON
+    whitespace), as a writer pads a header it means to rewrite in place: a reader that reads a line in pieces (ours
+    in 1 MiB ones) must join them before it judges the line."""
+    head = header_line()
+    return with_header(path, head + b" " * (size - len(head)))
+
+
+def long_open_turn(path: Path, question: int) -> Path:
+    """SESSION-STORAGE-LOAD.2: the open log, its last turn's question `question` bytes of text: the open turn/start
+    lies further before the end of the file than a look at its last bytes reaches."""
+    batches = agent_log(2, open_tail=True)
+    batches[1][1]["data"]["content"][0]["text"] = "Q" * question
+    return _text(path, [lines_of(batch) for batch in batches])
+
+
 def torn_line(path: Path) -> Path:
     """SESSION-TORN-TAIL.1: the open log's last record without its newline, cut halfway."""
     clean(path, open_tail=True)
@@ -191,6 +208,22 @@ def expanding_frames(path: Path, frames: int, per_frame: int) -> Path:
     one = zstandard.ZstdCompressor(level=19, write_checksum=True).compress(b'"turn/end"\n' * per_frame)
     with path.open("ab") as stream:
         stream.write(one * frames)
+    return path
+
+
+def plaintext_bomb(path: Path, frames: int, lines: int, size: int) -> Path:
+    """The closed one-turn log, then `frames` identical frames of `lines` lines of `size` bytes of `x` (no JSON: a torn
+    tail, each frame and line within its own bound): a few KB that decode to more plaintext than SESSION-STORAGE-RECORD.3
+    allows a small file, 256 MiB."""
+    write_zstd(path, [lines_of(agent_log(1)[0])])
+    line = b"x" * (size - 1) + b"\n"
+    plain = io.BytesIO()
+    with zstandard.ZstdCompressor(level=3, write_checksum=True).stream_writer(plain, size=size * lines,
+                                                                              closefd=False) as writer:
+        for _ in range(lines):
+            writer.write(line)
+    with path.open("ab") as stream:
+        stream.write(plain.getvalue() * frames)
     return path
 
 

@@ -27,7 +27,7 @@ from sessionspec.levels import Level
 from sessionspec.resources import shipped
 from sessionspec.rules import RULES
 from sessionspec.wire.executor import Executor
-from sessionspec.wire.storageops import BACKENDS
+from sessionspec.wire.storageops import BACKENDS, GateCodec
 
 FORMAT: Final = "sessionspec-storage-vector/1"
 DEFAULT_DIR: Final = shipped("storage-vectors")
@@ -55,18 +55,22 @@ EXCLUDED: Final = {
 """Storage rules no stored file can break, each with why (a vector of each other rule is required)."""
 
 
-def reference_executor() -> Executor:
-    """The one executor over the store, declaring every backend: what the reference answers a storage op with."""
-    return Executor(live.Session.create, "live", storage=BACKENDS)
+def reference_executor(*, gate: bool = True) -> Executor:
+    """The one executor over the store, declaring every backend: what the reference answers a storage op with (the
+    load gate itself, `GateCodec`); with `gate` False, what the store answers (`storage.load`, its fast form first)."""
+    executor = Executor(live.Session.create, "live", storage=BACKENDS)
+    if gate:
+        executor.storage.codec = GateCodec()
+    return executor
 
 
-def expected_answer(path: Path, session: str | None) -> dict[str, Any]:
+def expected_answer(path: Path, session: str | None, *, gate: bool = True) -> dict[str, Any]:
     """The reference's `load` answer for the file at `path`, its directory taken out of the message.
 
     The load gate is the reference's (`sessionspec.storage`); the session it seeds to validate the whole log is the
     store's (`live`), as `storage.load` and `sessionspec check` seed it: the naive model recomputes the surface at every
     event, and the vectors at the bounds hold 65,536 events (`live` is held to the model by the machines)."""
-    answer = reference_executor().run({"op": "load", "path": str(path), "session": session})
+    answer = reference_executor(gate=gate).run({"op": "load", "path": str(path), "session": session})
     answer = json.loads(json.dumps(answer))
     where = f"{path.parent}/"
     if not answer["ok"]:
@@ -86,6 +90,9 @@ def build(case: StorageCase, directory: Path) -> tuple[dict[str, Any], Path]:
     expected = expected_answer(path, case.session)
     if expected["ok"] == case.refused or (case.refused and expected["error"]["rule"] not in case.rules):
         raise AssertionError(f"storage vector {case.id}: the reference answers {json.dumps(expected)[:400]}")
+    # The store's load (a JSONL log's fast form first, which `serve --impl live` answers with) must answer the same.
+    if expected_answer(path, case.session, gate=False) != expected:
+        raise AssertionError(f"storage vector {case.id}: the store's load answers otherwise than the load gate")
     vector: dict[str, Any] = {"format": FORMAT, "id": case.id, "summary": case.summary, "rules": list(case.rules),
                               "level": _level(case.rules), "backend": case.backend, "session": case.session}
     vector.update({"generator": case.generator} if case.generator is not None else {"file": case.file_name})
