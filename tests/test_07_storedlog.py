@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from nearmisses import outcome
 from sessionspec import live, model, storage
 from sessionspec.catalog import DEFAULT_CATALOG
+from sessionspec.conformance.storagevectors import faults
 from sessionspec.envelope import Event
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import FrozenList
@@ -139,6 +140,22 @@ def test_a_refused_log_is_refused_by_the_gate_itself(folder: Path) -> None:
     path = write(folder / "log.jsonl", records)
     assert seen(lambda: storage.load(path)) == seen(lambda: gate(path))
     assert seen(lambda: storage.load(path))[0] == "refused"
+
+
+def test_a_replace_with_a_fourth_key_is_refused_by_the_load_itself(folder: Path) -> None:
+    """SESSION-SURFACE-PROJECTION.4: a replace's surfaceOp is exactly op, start and end. The fast form vouches for
+    the replace that lands (its events kept as stored), and not for one with a fourth key: else `load` returns and
+    the refusal comes only when the event is read, without its line (conform compares rule and kind, so only this
+    test tells the two apart)."""
+    def replacing(name: str, **extra: int) -> Path:
+        op = {"op": "replace", "start": 7, "end": 9, **extra}
+        return faults.edited(folder / name, seq=13, edit=faults.changed(surfaceOp=op, sourceEventSeqs=[7, 9]))
+
+    assert type(storage.load(replacing("landed.jsonl")).events) is StoredEvents
+    path = replacing("extra.jsonl", extra=1)
+    refusal = seen(lambda: storage.load(path))
+    assert refusal == seen(lambda: gate(path))
+    assert refusal[:3] == ("refused", "SESSION-SURFACE-PROJECTION.4", "surface-op") and refusal[4:] == (12, 13)
 
 
 def test_another_implementations_seeding_reads_every_event_as_before(folder: Path) -> None:

@@ -123,6 +123,12 @@ def _bounded() -> list[StorageCase]:
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-plaintext", "10 KB of frames whose torn tail decodes to 288 MiB of "
                     "plaintext", ("SESSION-STORAGE-RECORD.3",), "jsonl.zstd",
                     partial(f.plaintext_bomb, frames=2, lines=4, size=PLAINTEXT_LINE), refused=True),
+        StorageCase("SESSION-STORAGE-RECORD.3-zstd-rows", "a few KB of packed rows that expand to 196,608 records",
+                    ("SESSION-STORAGE-RECORD.3", "SESSION-CHUNK-ROWS.8"), "jsonl.zstd",
+                    partial(f.rows_past_budget, rows=3, members=ROW_MEMBERS), refused=True),
+        StorageCase("SESSION-STORAGE-RECORD.1-sqlite-blob-past", "a data BLOB that decodes to one byte over 64 MiB is "
+                    "refused", ("SESSION-STORAGE-RECORD.1", "SESSION-SQLITE-ROW.2"), "sqlite",
+                    partial(f.large_blob, seq=f.MIDDLE, size=RECORD_BOUND + 1), refused=True),
     ]
 
 
@@ -165,6 +171,10 @@ def _gate() -> list[StorageCase]:
                     "starts off the surface is refused at seeding", ("SESSION-STORAGE-LOAD.1", "SESSION-SURFACE-REPLACE.1"),
                     "sqlite", f.sql("UPDATE events SET surface_op = '{\"op\":\"replace\",\"start\":2,\"end\":7}', "
                                     f"source_event_seqs = x'{encode_seqs([2, 7]).hex()}' WHERE seq = 13"), refused=True),
+        StorageCase("SESSION-SURFACE-PROJECTION.4-jsonl-replace-extra", "a replacement whose surfaceOp has a key "
+                    "besides op, start and end is refused", ("SESSION-SURFACE-PROJECTION.4",), "jsonl", _mid_of(13, f.changed(
+                        surfaceOp={"op": "replace", "start": 7, "end": 9, "extra": 1}, sourceEventSeqs=[7, 9])),
+                    refused=True),
         *_per_backend("SESSION-STORAGE-SEQ.1", "a last turn/end whose seq skips ahead is corruption, not a torn tail",
                       _mid_of(23, f.changed(seq=25)), TEXT, rules=("SESSION-TORN-TAIL.2",), variant="turn-end",
                       refused=True),
@@ -192,6 +202,8 @@ def _rows() -> list[StorageCase]:
                       row(edit=f.changed(data_turn="1")), TEXT, refused=True),
         *_per_backend("SESSION-CHUNK-ROWS.4", "a packed row of four texts and one gap is refused",
                       row(edit=f.changed(data_dt=[1])), TEXT, refused=True),
+        *_per_backend("SESSION-CHUNK-ROWS.4", "a packed row whose texts hold a number is refused",
+                      row(edit=f.changed(data_texts=["Let ", 5, "look", "."])), TEXT, variant="member", refused=True),
         StorageCase("SESSION-CHUNK-ROWS.7-jsonl", "an event stored verbatim under a row tag is refused",
                     ("SESSION-CHUNK-ROWS.7", "SESSION-CHUNK-ROWS.1"), "jsonl", _mid(lambda r: dumps(
                         {"type": "text-chunks", "seq": f.MIDDLE, "time": 1002, "data": {}}).encode()), refused=True),
@@ -205,6 +217,8 @@ def _rows() -> list[StorageCase]:
         StorageCase("SESSION-CHUNK-ROWS.4-sqlite", "a packed row of four texts and one gap is refused",
                     ("SESSION-CHUNK-ROWS.4",), "sqlite", f.sql(rows.format("'$.dt', json('[1]')")),
                     refused=True),
+        StorageCase("SESSION-CHUNK-ROWS.4-sqlite-member", "a packed row whose texts hold a number is refused",
+                    ("SESSION-CHUNK-ROWS.4",), "sqlite", f.sql(rows.format("'$.texts[1]', 5")), refused=True),
     ]
     return cases
 
@@ -243,6 +257,9 @@ def _headers() -> list[StorageCase]:
         StorageCase("SESSION-STORAGE-RECORD.1-jsonl-long-header", "a header line padded with spaces past 1 MiB loads",
                     ("SESSION-STORAGE-RECORD.1", "SESSION-STORAGE-HEADER.1"), "jsonl",
                     partial(f.padded_header, size=LONG_HEADER)),
+        *_per_backend("SESSION-LOSSLESS-TEXT.2", "a header line that is not JSON is refused at line 1",
+                      partial(f.with_header, header=b"{not json"), TEXT, rules=("SESSION-STORAGE-HEADER.1",),
+                      variant="header", refused=True),
         StorageCase("SESSION-LOSSLESS-TEXT.1-sqlite-header", "a header column (cwd) of TEXT that is not UTF-8 is refused",
                     ("SESSION-LOSSLESS-TEXT.1",), "sqlite",
                     f.sql("UPDATE sessions SET cwd = CAST(x'2f746d70ff' AS TEXT)"), refused=True),

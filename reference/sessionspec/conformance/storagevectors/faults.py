@@ -227,6 +227,25 @@ def plaintext_bomb(path: Path, frames: int, lines: int, size: int) -> Path:
     return path
 
 
+def rows_past_budget(path: Path, rows: int, members: int) -> Path:
+    """SESSION-STORAGE-RECORD.3: an open turn, then one frame of `rows` packed rows of `members` one-letter texts each
+    (nothing after them: a load that did not count the members would close the turn): a few KB of zstd whose rows
+    expand to more records than a small file's budget, 65,536, each row within SESSION-CHUNK-ROWS.8."""
+    head = agent_log(1, open_tail=True)[0][:3]  # turn/start, user/message, step/start
+    packed = [{"type": "text-chunks", "seq0": 3 + k * members, "time0": 2000,
+               "data": {"turn": 1, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": ["a"] * members}}
+              for k in range(rows)]
+    return write_zstd(path, [lines_of(head), [dumps(row).encode() for row in packed]])
+
+
+def large_blob(path: Path, seq: int, size: int) -> Path:
+    """SESSION-STORAGE-RECORD.1: the closed SQLite log, the data of the row at `seq` a zstd BLOB (SESSION-SQLITE-ROW.2)
+    of a JSON string `size` bytes long: a few KB that a reader must stop decoding at the bound, 64 MiB."""
+    clean(path)
+    blob = frame(b'"' + b"a" * (size - 2) + b'"')
+    return edit_sqlite(path, "UPDATE events SET data = ? WHERE seq = ?", (blob, seq))
+
+
 def many_records(path: Path, records: int) -> Path:
     """A frame of exactly `records` records (SESSION-ZSTD-FRAMES.5's count): a turn of ignorable events between its
     start and its committed end, so a frame refused is corruption rather than a torn tail."""
