@@ -283,6 +283,11 @@ def _zstd_and_sqlite() -> list[StorageCase]:
                     "jsonl.zstd", f.header_frame_of_two_lines, refused=True),
         StorageCase("SESSION-ZSTD-FRAMES.3", "a frame without a content checksum is refused", ("SESSION-ZSTD-FRAMES.3",),
                     "jsonl.zstd", f.frame_without_checksum, refused=True),
+        StorageCase("SESSION-ZSTD-FRAMES.3-empty-last", "a last frame that ends at its block header, with no checksum, "
+                    "is refused", ("SESSION-ZSTD-FRAMES.3",), "jsonl.zstd", f.empty_last_frame_without_checksum,
+                    refused=True),
+        StorageCase("SESSION-ZSTD-FRAMES.1-five-bytes", "five bytes of no frame after the last are corruption",
+                    ("SESSION-ZSTD-FRAMES.1",), "jsonl.zstd", f.five_bytes_of_no_frame, refused=True),
     ]
     schema = [
         ("SESSION-SQLITE-SCHEMA.1", "older", "a database of schema 16 is refused", "PRAGMA user_version = 16"),

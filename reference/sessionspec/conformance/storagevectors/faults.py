@@ -189,6 +189,20 @@ def frame_without_checksum(path: Path) -> Path:
     return zstd_frames(path, [plain, frame(second)])
 
 
+def empty_last_frame_without_checksum(path: Path) -> Path:
+    """A closed log, then an empty frame with no checksum: it ends exactly at its last block's header, which a reader
+    must read whole (and refuse, SESSION-ZSTD-FRAMES.3), not take for a frame cut short."""
+    first, second = closed_batches()
+    return zstd_frames(path, [frame(first), frame(second), zstandard.ZstdCompressor(write_checksum=False).compress(b"")])
+
+
+def five_bytes_of_no_frame(path: Path) -> Path:
+    """A closed log, then five bytes that are no frame's magic: enough to read a frame's magic and descriptor, so
+    they are corruption (SESSION-ZSTD-FRAMES.1), not the start of a frame cut short."""
+    first, second = closed_batches()
+    return zstd_frames(path, [frame(first), frame(second), b"\x00" * 5])
+
+
 def frame_bad_magic(path: Path) -> Path:
     first, second = closed_batches()
     return zstd_frames(path, [b"\x00" + frame(first)[1:], frame(second)])
