@@ -9,6 +9,7 @@ the same bytes: the events' times are fixed and so are a SQLite file's identitie
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -130,6 +131,13 @@ def generate_all(directory: Path) -> dict[str, bytes]:
 
 
 def _generated() -> dict[str, bytes]:
+    return dict(_generated_once())
+
+
+@functools.cache
+def _generated_once() -> dict[str, bytes]:
+    """Built once a process: the files are a function of the code alone (about 15 s, most of it the generated logs at
+    the bounds, each loaded by the gate and by the store), and `check`, `write` and the tests each want all of them."""
     with tempfile.TemporaryDirectory(prefix="sessionspec-storage-vectors-") as scratch:
         return generate_all(Path(scratch))
 
