@@ -208,6 +208,7 @@ def redis_database(url: str) -> ExampleDatabase:
 
 
 @needs_proc
+@pytest.mark.nightly  # two HypoFuzz processes for 15 s: the nightly lane's own set-up, run with it
 def test_a_failure_one_hypofuzz_process_finds_is_the_first_input_the_other_runs(redis_url: str,
                                                                                 tmp_path: Path) -> None:
     """Two `hypothesis fuzz` processes at once on one redis database, as on two machines: the first finds the
@@ -235,6 +236,7 @@ def test_a_failure_one_hypofuzz_process_finds_is_the_first_input_the_other_runs(
 
 
 @needs_proc
+@pytest.mark.nightly  # two HypoFuzz processes for 15 s: the nightly lane's own set-up, run with it
 def test_two_hypofuzz_processes_fuzz_every_target_on_one_redis_database(redis_url: str, tmp_path: Path) -> None:
     """The README's recipe as issue 35 ran it, on two machines at once: every fuzz target, the redis database, one
     process of two workers and one of one. Every worker starts (each died on KeyError in `_add_target`, before),

@@ -92,7 +92,9 @@ def build(case: StorageCase, directory: Path) -> tuple[dict[str, Any], Path]:
     if expected["ok"] == case.refused or (case.refused and expected["error"]["rule"] not in case.rules):
         raise AssertionError(f"storage vector {case.id}: the reference answers {json.dumps(expected)[:400]}")
     # The store's load (a JSONL log's fast form first, which `serve --impl live` answers with) must answer the same.
-    if expected_answer(path, case.session, gate=False) != expected:
+    # A generated log at a bound (65,536 records) is left to the ci profile's conform run against live in CI, which
+    # compares exactly this, rather than loaded twice more at every generation.
+    if case.generator is None and expected_answer(path, case.session, gate=False) != expected:
         raise AssertionError(f"storage vector {case.id}: the store's load answers otherwise than the load gate")
     vector: dict[str, Any] = {"format": FORMAT, "id": case.id, "summary": case.summary, "rules": list(case.rules),
                               "level": _level(case.rules), "backend": case.backend, "session": case.session}
