@@ -16,8 +16,9 @@ from support import valid_report
 
 SERVE = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl"]
 THREE = "planted:stale-derived-cache+double-marker+provenance-unchecked"
-RUN = ["--examples", "100", "--seed", "7"]
-"""Two rounds of the machine (50 examples each), so each of two shards searches one."""
+RUN = ["--examples", "100", "--seed", "7", "--skip", "SESSION-STORAGE-RECORD.3-*"]
+"""Two rounds of the machine (50 examples each), so each of two shards searches one; the storage phase but the
+budget's vectors (they decode 288 MiB, and split among shards as every other storage vector does)."""
 
 
 def conform(directory: Path, name: str, *extra: str) -> Path:
