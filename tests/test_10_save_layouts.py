@@ -12,11 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sessionspec import live
 from sessionspec.conformance.storagephase.saves import judge_file
 from sessionspec.conformance.storagevectors import layouts, saved, vectorfiles
 from sessionspec.conformance.storagevectors.cases import SUFFIX
-from sessionspec.wire.executor import Executor
 from sessionspec.wire.storageops import BACKENDS
 
 CHUNK_KINDS = [["turn/start", 0], ["step/start", 1], ["tool-call-chunks", 2], ["tool-call-chunks", 6],
@@ -27,13 +25,9 @@ HEADER = ["session", None]
 
 
 def saved_file(tmp_path: Path, backend: str) -> tuple[Path, list[Any]]:
-    """chunk_kinds saved by the reference's executor (as `serve --impl live` saves it), and its events as answered."""
-    executor = Executor(live.Session.create, "live", storage=BACKENDS)
-    executor.run({"op": "create", "id": "k", "seed": None, "header": None})
-    for request in saved.chunk_kinds():
-        assert executor.run({"op": "append", **request})["ok"]
-    path = tmp_path / f"k{SUFFIX[backend]}"
-    assert executor.run({"op": "save", "path": str(path), "backend": backend})["ok"]
+    """chunk_kinds saved by the reference (as `serve --impl live` saves it), and its events as answered."""
+    executor = saved.built_by_reference("chunk-kinds", saved.chunk_kinds())
+    path = saved.save(executor, tmp_path / f"k{SUFFIX[backend]}", backend)
     return path, list(executor.run({"op": "snapshot"})["events"])
 
 

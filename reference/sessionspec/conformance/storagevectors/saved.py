@@ -108,18 +108,31 @@ def sessions() -> list[tuple[str, list[Request]]]:
     return [(name, build()) for name, build in builders().items()]
 
 
+def built_by_reference(name: str, requests: list[Request]) -> Executor:
+    """The session `name` built by the reference's executor, as `serve --impl live` builds it on a create and appends;
+    its `save` writes what the reference's writer writes."""
+    executor = Executor(live.Session.create, "live", storage=BACKENDS)
+    for request in [{"op": "create", "id": f"save-{name}", "seed": None, "header": None},
+                    *({"op": "append", **request} for request in requests)]:
+        if not executor.run(request).get("ok"):
+            raise ValueError(f"save session {name}: the reference refuses {str(request)[:200]}")
+    return executor
+
+
+def save(executor: Executor, path: Path, backend: str) -> Path:
+    if not executor.run({"op": "save", "path": str(path), "backend": backend}).get("ok"):
+        raise ValueError(f"the reference does not save {path} as {backend}")
+    return path
+
+
 def expected_layouts(workdir: Path) -> bytes:
-    """`save-layouts.jsonl` (`vectors generate`): each session saved in each backend by the reference's executor, as
-    `serve --impl live` saves it, and the file's layout."""
+    """`save-layouts.jsonl` (`vectors generate`): each session saved in each backend by the reference, and the file's
+    layout."""
     entries = []
     for name, requests in sessions():
-        executor = Executor(live.Session.create, "live", storage=BACKENDS)
-        for request in [{"op": "create", "id": f"save-{name}", "seed": None, "header": None},
-                        *({"op": "append", **request} for request in requests)]:
-            assert executor.run(request).get("ok"), (name, request)
+        executor = built_by_reference(name, requests)
         for backend in BACKENDS:
-            path = workdir / f"{name}{SUFFIX[backend]}"
-            assert executor.run({"op": "save", "path": str(path), "backend": backend}).get("ok"), (name, backend)
+            path = save(executor, workdir / f"{name}{SUFFIX[backend]}", backend)
             entries.append((name, backend, layouts.layout(path, backend)))
             path.unlink()
     return layouts.render(entries)
