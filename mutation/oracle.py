@@ -21,8 +21,10 @@ Targets and their stages (`--lane conform` stops after conform):
            conform, storage (the lossless text reader's tests and the JSONL reader's), fastforms;
 - storage: (storage/ and live/fastrecord.py, the stored record's fast forms) conform (`conform --examples 0`: the
            SCP vectors, then the storage phase, which drives the testee's readers and writers with the storage
-           vectors, the save check and the crash trial), storage (the lossless text reader and the chapter-07
-           tests), check (`tests/test_cli_check.py`: `sessionspec check`).
+           vectors, the save check and the crash trial), bounds (`conform --profile ci`, the cases the default
+           run skips as too large and CI runs: the generated logs at the bounds and the bound sessions' saves, a
+           record of 64 MiB and one a byte past), storage (the lossless text reader and the chapter-07 tests),
+           check (`tests/test_cli_check.py`: `sessionspec check`).
 
 A target's stages run in the order listed and the first to fail kills, so the report's figures
 for live are cumulative: conform alone, conform + machine, and all four. fastforms runs last, so
@@ -61,6 +63,9 @@ STAGES: dict[str, dict[str, list[str]]] = {
     },
     "storage": {
         "conform": [PY, "-m", "sessionspec", "conform", "--examples", "0", "--", *SERVE],
+        "bounds": [PY, "-m", "sessionspec", "conform", "--profile", "ci", "--run",
+                   "SESSION-STORAGE-RECORD.1-*", "--run", "SESSION-CHUNK-ROWS.8-*", "--run", "SESSION-ZSTD-FRAMES.5-*",
+                   "--run", "save:record-*", "--", *SERVE],
         "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
                     "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",
                     "tests/test_07_sqlite_faults.py", "tests/test_07_budget.py", "tests/test_07_files.py",
@@ -71,8 +76,8 @@ STAGES: dict[str, dict[str, list[str]]] = {
         "check": [*PYTEST, "tests/test_cli_check.py"],
     },
 }
-CONFORM_STAGES = ("vectors", "conform")
-"""The stages that are `sessionspec conform`: a kill by either is a kill by conform alone."""
+CONFORM_STAGES = ("vectors", "conform", "bounds")
+"""The stages that are `sessionspec conform`: a kill by any is a kill by conform alone."""
 TAIL = 40
 
 

@@ -22,7 +22,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 JUDGEMENTS = HERE / "equivalent.toml"
 BEYOND = HERE / "beyond_conform.toml"
-CONFORM_STAGES = ("vectors", "conform")
+CONFORM_STAGES = ("vectors", "conform", "bounds")
+"""The stages that are `sessionspec conform` (oracle.CONFORM_STAGES): bounds is the storage target's ci-profile run."""
 MACHINE_STAGES = (*CONFORM_STAGES, "machine")
 """Kills by these count in "conform + machine"; a later stage (fastforms) only in the whole oracle's score."""
 _KILLED = re.compile(r"^oracle: killed by (\w+) \((timeout)?")

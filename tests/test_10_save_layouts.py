@@ -42,7 +42,8 @@ def test_a_saved_logs_layout_is_its_records_and_frames_as_spec_07_packs_them(
 
 def test_the_committed_layouts_name_every_saved_session_in_every_backend() -> None:
     committed = layouts.read(vectorfiles.DEFAULT_DIR)
-    assert set(committed) == {(name, backend) for name in saved.names() for backend in BACKENDS}
+    assert set(committed) == {(name, backend) for name in saved.builders() for backend in BACKENDS}
+    assert not set(saved.BOUNDS) & set(saved.builders()), "a bound session (64 MiB) has no committed layout"
     assert committed[("chunk-kinds", "jsonl")] == [HEADER, *CHUNK_KINDS]
 
 

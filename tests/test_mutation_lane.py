@@ -60,8 +60,8 @@ def test_annotations_are_left_out_only_under_postponed_evaluation() -> None:
 def test_every_target_stops_after_conform_in_the_conform_lane() -> None:
     assert oracle.stages("live", "conform") == ["vectors", "conform"]
     assert oracle.stages("live", "both") == ["vectors", "conform", "machine", "fastforms"]
-    assert oracle.stages("storage", "conform") == ["conform"]
-    assert oracle.stages("storage", "both") == ["conform", "storage", "check"]
+    assert oracle.stages("storage", "conform") == ["conform", "bounds"]
+    assert oracle.stages("storage", "both") == ["conform", "bounds", "storage", "check"]
     assert oracle.stages("text", "conform") == ["vectors", "conform"]
     assert oracle.parse_timeouts("vectors=120,machine=300") == {"vectors": 120.0, "machine": 300.0}
 

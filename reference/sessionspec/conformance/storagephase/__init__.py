@@ -151,14 +151,27 @@ def run_phase(exchange: Exchange, testee: Answer, settings: Settings,
     if not backends:
         return out
     if _in_shard(settings.shard, len(every)):
-        out.extend(saves.check_saves(exchange, backends, settings.workdir / "saves",
-                                     lambda name, backend: settings.wants(_save(name, backend).names),
+        def chosen(name: str, backend: str) -> bool:
+            return settings.wants(_save(name, backend).names)
+
+        out.extend(saves.check_saves(exchange, backends, settings.workdir / "saves", chosen,
                                      layouts.read(settings.vectors_dir)))
+        if settings.large:
+            out.extend(saves.check_bound_saves(exchange, backends, settings.workdir / "saves", chosen))
+        else:
+            out.extend(_bound_not_run(backends, chosen))
     crashed = tuple(backend for backend in backends if settings.wants(_crash(backend).names))
     if settings.crash and crashed and _in_shard(settings.shard, len(every) + 1) and not exchange.past_deadline:
         out.extend(crash_trials(settings.command, crashed, settings.workdir / "crash", timeout=settings.timeout,
                                 seed=settings.seed))
     return out
+
+
+def _bound_not_run(backends: tuple[str, ...], chosen: Callable[[str, str], bool]) -> list[VectorOutcome]:
+    """The bound sessions' save cases, each skipped with why (as a generated log at a bound is)."""
+    return [VectorOutcome(f"save:{name}:{backend}", "skipped", reason="a session at a bound, a 64 MiB record to save: run "
+                          "with --profile ci or nightly", rules=(SAVES_WHAT_LOADS,), level="required")
+            for name in saved.BOUNDS for backend in backends if chosen(name, backend)]
 
 
 def _not_applicable(vector: dict[str, Any], backends: tuple[str, ...]) -> VectorOutcome:

@@ -10,6 +10,10 @@ order, the rows packed as spec/07 packs them; zstd compared as its plaintext, SQ
 A divergence is minimized to the shortest prefix of the session's requests that still shows it. The file
 is also held to the session's committed layout (`storagevectors.layouts`), which the reference's own writer
 cannot move along with it.
+
+With `--profile ci`, the bound sessions too (`check_bound_saves`): a record at the record bound must be written
+and load back, one a byte past it refused where it is one line (JSONL, zstd) with no file left behind, since a
+writer that acknowledges it has written a log no reader loads (SESSION-STORAGE-RECORD.1).
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any
 import zstandard
 
 from sessionspec import live, storage
+from sessionspec.conformance.storagephase.loads import LARGE_TIMEOUT, breaches
 from sessionspec.conformance.storagevectors import layouts
 from sessionspec.conformance.storagevectors.cases import SUFFIX
-from sessionspec.conformance.storagevectors.saved import builders
+from sessionspec.conformance.storagevectors.saved import bound_answer, bound_sessions, builders
 from sessionspec.conformance.vectoroutcome import VectorOutcome
 from sessionspec.errors import SpecViolation
 from sessionspec.jsonvalue import thaw
@@ -151,4 +156,60 @@ def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
         seconds = (time.perf_counter() - started) / len(backends_of)
         out.extend(VectorOutcome(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
                            found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends_of)
+    return out
+
+
+def _bound_attempt(exchange: Exchange, name: str, line: str, backends: tuple[str, ...],
+                   workdir: Path) -> dict[str, Divergence]:
+    """One bound session on both sides, saved by the testee in each backend: the answer compared with the one spec/07
+    states (`saved.bound_answer`), then the file judged; a refused save must leave none."""
+    exchange.begin("vector", f"save:{name}")
+    paths = {backend: workdir / f"{name}{SUFFIX[backend]}" for backend in backends}
+    try:
+        exchange.send(line)
+        current = exchange.oracle.current()
+        for backend, path in paths.items():
+            path.unlink(missing_ok=True)
+            answer = bound_answer(name, backend)
+            exchange.send({"op": "save", "path": str(path), "backend": backend}, expected=answer,
+                          breaches=() if answer["ok"] else breaches((answer["error"]["rule"],)))
+        exchange.flush()
+    except DivergenceFound as diverged:
+        return dict.fromkeys(backends, diverged.divergence)
+    events = current[1] if current is not None else []
+    found = {}
+    for backend, path in paths.items():
+        answer = bound_answer(name, backend)
+        why = judge_file(path, backend, events) if answer["ok"] else (
+            [f"file: the save was refused ({answer['error']['rule']}), yet a file is left at the path"]
+            if path.exists() else [])
+        path.unlink(missing_ok=True)  # 64 MiB each; the trace makes it again
+        if why:
+            trace = [request for request in exchange.trace
+                     if not isinstance(request, dict) or request.get("op") != "save" or request["backend"] == backend]
+            found[backend] = divergence("vector", f"save:{name}:{backend}", "save", answer, answer, trace, why)
+            found[backend].named = SAVES_WHAT_LOADS
+    return found
+
+
+def check_bound_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
+                      chosen: Callable[[str, str], bool] = lambda name, backend: True) -> list[VectorOutcome]:
+    """The bound sessions (`saved.bound_sessions`) saved in every declared backend chosen, one case each; a session of
+    one record has nothing to minimize."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out: list[VectorOutcome] = []
+    for name, line in bound_sessions():
+        backends_of = tuple(backend for backend in backends if chosen(name, backend))
+        if exchange.past_deadline or not backends_of:
+            continue
+        started, timeout = time.perf_counter(), exchange.connection.timeout
+        exchange.connection.timeout = max(timeout, LARGE_TIMEOUT)  # 64 MiB to take and write: seconds, not a hang
+        try:
+            found = _bound_attempt(exchange, name, line, backends_of, workdir)
+        finally:
+            exchange.connection.timeout = timeout
+        seconds = (time.perf_counter() - started) / len(backends_of)
+        out.extend(VectorOutcome(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
+                                 found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required")
+                   for backend in backends_of)
     return out

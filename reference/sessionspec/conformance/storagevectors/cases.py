@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sessionspec.conformance.storagevectors import faults as f
+from sessionspec.conformance.storagevectors.builders import turn_events
 from sessionspec.jsontext import dumps
 from sessionspec.storage.sqliterows import encode_seqs
 
@@ -34,6 +35,12 @@ FRAME_RECORDS: Final = 65_536
 PLAINTEXT_LINE: Final = 36 << 20
 """Eight lines of 36 MiB: 288 MiB, past the 256 MiB of plaintext a small compressed log may decode to
 (SESSION-STORAGE-RECORD.3), each line within 64 MiB and each frame of four within 256 MiB (spec/07)."""
+RECORD_PAD: Final = 1 << 20
+"""The JSON whitespace in a record at the bound, so that a load's answer, which carries the event without it, fits an
+answer line (64 MiB, SESSION-CONFORMANCE-PROTOCOL.7)."""
+TRAIL: Final = 256 << 10
+"""The spaces after a record's JSON value that carry its line past the bound: two zstd blocks' worth (128 KiB each), so
+a reader that reads a line in pieces has pieces to read past the bound."""
 LONG_HEADER: Final = (1 << 20) + 100
 """A header line of 1 MiB and 100 bytes: longer than the piece a reader reads a line in (ours: 1 MiB)."""
 LONG_QUESTION: Final = (64 << 10) + 100
@@ -94,6 +101,8 @@ def _tail(edit: f.Edit) -> Callable[[Path], Path]:
 def _bounded() -> list[StorageCase]:
     """The bounds, at and one past (a file too large to commit is a generator)."""
     past_record, past_args = generated("long-record", size=RECORD_BOUND + 1)
+    at_record, at_args = generated("long-record", size=RECORD_BOUND, pad=RECORD_PAD)
+    trailed, trailed_args = generated("long-record", size=RECORD_BOUND + TRAIL, pad=RECORD_PAD, trail=TRAIL)
     rows_at, rows_at_args = generated("packed-row", members=ROW_MEMBERS)
     rows_past, rows_past_args = generated("packed-row", members=ROW_MEMBERS + 1)
     frame_at, frame_at_args = generated("many-records", records=FRAME_RECORDS)
@@ -101,6 +110,14 @@ def _bounded() -> list[StorageCase]:
     return [
         StorageCase("SESSION-STORAGE-RECORD.1-jsonl-past", "a record one byte over 64 MiB is refused",
                     ("SESSION-STORAGE-RECORD.1",), "jsonl", past_record, generator=past_args, refused=True),
+        StorageCase("SESSION-STORAGE-RECORD.1-zstd-past", "a record one byte over 64 MiB is refused",
+                    ("SESSION-STORAGE-RECORD.1",), "jsonl.zstd", past_record, generator=past_args, refused=True),
+        *(StorageCase(f"SESSION-STORAGE-RECORD.1-{TAG[backend]}-at", "a record of exactly 64 MiB (1 MiB of it "
+                      "whitespace) loads", ("SESSION-STORAGE-RECORD.1",), backend, at_record, generator=at_args)
+          for backend in TEXT),
+        *(StorageCase(f"SESSION-STORAGE-RECORD.1-{TAG[backend]}-past-spaces", "a line 256 KiB past 64 MiB is refused, "
+                      "though the JSON value in it ends at 64 MiB (spaces follow it)", ("SESSION-STORAGE-RECORD.1",),
+                      backend, trailed, generator=trailed_args, refused=True) for backend in TEXT),
         StorageCase("SESSION-CHUNK-ROWS.8-jsonl-at", "a packed row of 65,536 members loads",
                     ("SESSION-CHUNK-ROWS.8",), "jsonl", rows_at, generator=rows_at_args),
         StorageCase("SESSION-CHUNK-ROWS.8-jsonl-past", "a packed row of 65,537 members is refused",
@@ -151,6 +168,19 @@ def _gate() -> list[StorageCase]:
                     f.sql("UPDATE events SET type = 'plugin/unknown' WHERE seq = 2"), refused=True),
         *_per_backend("SESSION-UNKNOWN-EVENT-GATE.1", "an unknown type marked ignorable loads",
                       _mid(lambda r: dumps({**unknown, "ignorable": True}).encode()), TEXT, variant="ignorable"),
+        # A log with no turn record: a reader that leaves turn records to a slower path reads all of it on trust.
+        *_per_backend("SESSION-UNKNOWN-EVENT-GATE.1", "an unknown type that is not ignorable is refused in a log with no "
+                      "turn record", partial(f.without_turns, record={"type": "plugin/unknown", "data": {"turn": 1}}),
+                      TEXT, variant="no-turns", refused=True),
+        StorageCase("SESSION-SURFACE-PROJECTION.3-jsonl-no-turns", "a user message without a surfaceOp is refused in a "
+                    "log with no turn record", ("SESSION-SURFACE-PROJECTION.3",), "jsonl",
+                    partial(f.without_turns, record={"type": "user/message", "data": turn_events(1, 0)[1]["data"]}),
+                    refused=True),
+        StorageCase("SESSION-CORE-EVENTS.2-jsonl-no-turns", "a retired type is refused in a log with no turn record",
+                    ("SESSION-CORE-EVENTS.2",), "jsonl",
+                    partial(f.without_turns, record={"type": "mode/set", "data": {}}), refused=True),
+        *_per_backend("SESSION-SURFACE-TOOL-RESULT.3", "a tool result pruned, then its rewrite pruned again, loads",
+                      f.pruned_twice, TEXT, variant="twice"),
         *_per_backend("SESSION-EVENT-ENVELOPE.1", "a stored event with a key outside the envelope is refused",
                       _mid(lambda r: dumps({**r, "extra": 1}).encode()), TEXT, variant="extra-key", refused=True),
         StorageCase("SESSION-LOSSLESS-TEXT.1-sqlite-data", "an event row's data of TEXT that is not UTF-8 is refused",

@@ -24,6 +24,7 @@ from sessionspec.conformance.storagevectors.builders import (
     edit_sqlite,
     frame,
     lines_of,
+    turn_events,
     write_jsonl,
     write_sqlite,
     write_zstd,
@@ -112,6 +113,32 @@ def changed(**changes: Any) -> Edit:
                 out[key] = value
         return dumps(out).encode()
     return edit
+
+
+def without_turns(path: Path, record: dict[str, Any]) -> Path:
+    """A JSONL or zstd log of a user message (seq 0) and then `record` (seq 1), and no turn record at all: a reader
+    that takes runs of records on trust and leaves turn records to a slower path (ours: `storage.storedlog`) reads
+    every record of this log on trust, so it must refuse what is wrong with `record` there too."""
+    message = {**turn_events(1, 0)[1], "seq": 0, "time": 1000}
+    return _text(path, [[dumps(message).encode(), dumps({**record, "seq": 1, "time": 1001}).encode()]])
+
+
+def pruned_twice(path: Path) -> Path:
+    """The closed log, then a turn that prunes the first turn's tool result (seq 9) and then prunes that rewrite: each
+    rewrite keeps what a rewrite of the result it shadows must keep (SESSION-SURFACE-TOOL-RESULT.3), so the log loads;
+    a reader must judge the second against the first rewrite's data, not the original's, nor lose it."""
+    batches = agent_log(2)
+    result = batches[0][9]
+    turn = [{"type": "turn/start", "seq": 24, "time": 1024, "data": {"turn": 3}}]
+    target = result["seq"]
+    for seq, note in ((25, "[pruned]"), (26, "[pruned again]")):
+        data = json.loads(json.dumps(result["data"]))
+        data["message"]["content"][0]["content"] = [{"type": "text", "text": note}]
+        turn.append({"type": "tool/result", "seq": seq, "time": 1000 + seq, "data": data, "sourceEventSeqs": [target],
+                     "surfaceOp": {"op": "replace", "start": target, "end": target}})
+        target = seq
+    turn.append({"type": "turn/end", "seq": 27, "time": 1027, "data": {"turn": 3, "reason": {"kind": "completed"}}})
+    return _text(path, [lines_of(batch) for batch in [*batches, turn]])
 
 
 def row_at(path: Path, members: int, *, sqlite_row: bool = False) -> Path:
@@ -270,11 +297,14 @@ def many_records(path: Path, records: int) -> Path:
     return _text(path, [[dumps(record).encode() for record in ends]])
 
 
-def long_record(path: Path, size: int) -> Path:
-    """A closed turn, then an ignorable event whose line is exactly `size` bytes (SESSION-STORAGE-RECORD.1)."""
+def long_record(path: Path, size: int, pad: int = 0, trail: int = 0) -> Path:
+    """A closed turn, then an ignorable event whose line is exactly `size` bytes (SESSION-STORAGE-RECORD.1), `pad` of
+    them JSON whitespace before its closing brace and `trail` after it. The bound measures the line: a load's answer
+    carries the event without its whitespace, so the answer to a log with a record at the bound still fits an answer
+    line (64 MiB, spec/10); and a line past the bound is refused even where the JSON value in it ends within it."""
     head = b'{"type":"plugin/note","seq":12,"time":1012,"data":"'
-    tail = b'","ignorable":true}'
-    line = head + b"a" * (size - len(head) - len(tail)) + tail
+    tail = b'","ignorable":true' + b" " * pad + b"}"
+    line = head + b"a" * (size - trail - len(head) - len(tail)) + tail + b" " * trail
     return _text(path, [lines_of(agent_log(1)[0]), [line]])
 
 

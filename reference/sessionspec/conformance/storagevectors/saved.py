@@ -6,7 +6,9 @@ reproducible), an agent log whose chunks the writers pack, every kind of chunk i
 run of 1,030 chunks (SQLite rows of at most 1,024 members: SESSION-CHUNK-ROWS.5), a run of 100 KiB
 chunks (rows of at most 1 MiB), and a value nested 1,000 deep. Here, beside the storage vectors,
 because each session's layout as the reference's writer lays it out is generated with them
-(`expected_layouts`, `save-layouts.jsonl`: `layouts`).
+(`expected_layouts`, `save-layouts.jsonl`: `layouts`). With the generated logs at the bounds
+(`--profile ci`), also two sessions of one record at the record bound and one byte past it
+(`bound_sessions`), which no layout describes: 64 MiB is no committed file.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from sessionspec import live
 from sessionspec.catalog import DEFAULT_CATALOG
 from sessionspec.conformance.storagevectors import layouts
 from sessionspec.conformance.storagevectors.builders import agent_log
-from sessionspec.conformance.storagevectors.cases import SUFFIX
+from sessionspec.conformance.storagevectors.cases import RECORD_BOUND, SUFFIX
 from sessionspec.errors import SpecViolation
+from sessionspec.jsontext import dumps
 from sessionspec.testing.choose import replacement, seeded, valid_append
 from sessionspec.testing.loops import ticking_clock
 from sessionspec.testing.strategies import Request, View
 from sessionspec.wire.executor import Executor
+from sessionspec.wire.protocol import MAX_LINE_BYTES
 from sessionspec.wire.storageops import BACKENDS
 
 SEEDED: Final = (0, 1, 2)
@@ -98,9 +102,50 @@ def builders() -> dict[str, Callable[[], list[Request]]]:
             "deep-1000": lambda: deep_value(1_000)}
 
 
+SHORT_FLOATS: Final = 10
+"""Floats spelled `1e15` in the request and `1000000000000000.0` in the record (spec/01: the shortest round-trip form):
+140 bytes more on disk than on the wire, so a `create` within the request line bound (64 MiB, SESSION-CONFORMANCE-
+PROTOCOL.7) seeds a record past the record bound (64 MiB, SESSION-STORAGE-RECORD.1). No append can: its answer
+carries the event, and an answer line is bounded at 64 MiB too."""
+
+
+def bound_line(name: str, size: int) -> str:
+    """The `create` request line (raw text: its spelling is the point) whose one seeded event is stored, as the
+    reference's writer writes it, as a record of exactly `size` bytes: a string of `A`s and SHORT_FLOATS floats."""
+    def event(text: str) -> dict[str, Any]:
+        return {"type": "plugin/big", "seq": 0, "time": 1, "data": [text, *[1e15] * SHORT_FLOATS], "ignorable": True}
+
+    record = dumps(event("A" * (size - len(dumps(event("")).encode()))))
+    line = f'{{"op":"create","id":"save-{name}","seed":[{record.replace("1000000000000000.0", "1e15")}],"header":null}}'
+    assert len(record.encode()) == size and len(line.encode()) <= MAX_LINE_BYTES, (name, size)
+    return line
+
+
+BOUNDS: Final = {"record-at": RECORD_BOUND, "record-past": RECORD_BOUND + 1}
+"""The bound sessions (`--profile ci`): one record of exactly 64 MiB, which a writer writes and a reader loads, and one a
+byte past, which a writer refuses before a byte is written (SESSION-STORAGE-RECORD.1), where it is one line."""
+
+
+def bound_sessions() -> list[tuple[str, str]]:
+    """The bound sessions: name and `create` line, each built when it runs (64 MiB)."""
+    return [(name, bound_line(name, size)) for name, size in BOUNDS.items()]
+
+
+def bound_answer(name: str, backend: str) -> dict[str, Any]:
+    """What the `save` of a bound session answers, as spec/07 states it (not as the reference's writer happens to
+    answer, which would move along with a writer bug): a record at the bound is written in every backend; one a byte
+    past it is refused where a record is one line (JSONL, zstd), and written in SQLite, whose row keeps the data apart
+    from the envelope, within the bound (SESSION-SQLITE-ROW)."""
+    if BOUNDS[name] <= RECORD_BOUND or backend == "sqlite":
+        return {"ok": True}
+    return {"ok": False, "error": {"kind": "json", "rule": "SESSION-STORAGE-RECORD.1",
+                                   "message": f"record of {BOUNDS[name]} bytes exceeds {RECORD_BOUND}"}}
+
+
 def names() -> list[str]:
-    """The sessions' names, for `conform --list` and `--run`/`--skip` (`save:NAME:BACKEND`), without building them."""
-    return list(builders())
+    """The sessions' names, for `conform --list` and `--run`/`--skip` (`save:NAME:BACKEND`), without building them; the
+    bound sessions last."""
+    return [*builders(), *BOUNDS]
 
 
 def sessions() -> list[tuple[str, list[Request]]]:
