@@ -64,7 +64,8 @@ STAGES: dict[str, dict[str, list[str]]] = {
     "storage": {
         "conform": [PY, "-m", "sessionspec", "conform", "--examples", "0", "--", *SERVE],
         "bounds": [PY, "-m", "sessionspec", "conform", "--profile", "ci", "--run",
-                   "SESSION-STORAGE-RECORD.1-*", "--run", "SESSION-CHUNK-ROWS.8-*", "--run", "SESSION-ZSTD-FRAMES.5-*",
+                   "SESSION-STORAGE-RECORD.1-*", "--run", "SESSION-STORAGE-RECORD.3-*", "--run", "SESSION-CHUNK-ROWS.8-*",
+                   "--run", "SESSION-ZSTD-FRAMES.5-*",
                    "--run", "save:record-*", "--", *SERVE],
         "storage": [*PYTEST, "tests/test_01_lossless_text.py", "tests/test_07_chunkrows.py", "tests/test_07_storage.py",
                     "tests/test_07_faults.py", "tests/test_07_crash.py", "tests/test_07_bounds.py",

@@ -58,8 +58,11 @@ def _killed(command: list[str], path: Path, backend: str, appends: list[dict[str
         for request in appends[:kill_after]:
             sent.append({"op": "append", **request})
             answer = connection.request(sent[-1])
-            if answer.get("ok"):
-                acknowledged.append(answer["event"])
+            # Every append is an agent log's, valid: one refused while attached (its log failing, say) is a failure
+            # before the kill, never an append that was simply not acknowledged.
+            if not answer.get("ok"):
+                raise TesteeFailure("refused", f"append {len(sent) - 2} refused while attached: {answer.get('error')}")
+            acknowledged.append(answer["event"])
         for request in appends[kill_after:kill_after + in_flight]:
             sent.append({"op": "append", **request})
             connection.send(sent[-1])

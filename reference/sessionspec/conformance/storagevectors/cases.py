@@ -30,6 +30,8 @@ SQLITE_ROW_MEMBERS: Final = 1_024
 """SESSION-CHUNK-ROWS.5: a SQLite row holds at most 1,024 members (spec/07)."""
 ROW_MEMBERS: Final = 65_536
 """SESSION-CHUNK-ROWS.8: a packed row holds at most 65,536 members (spec/07)."""
+RECORDS_FLOOR: Final = 65_536
+"""SESSION-STORAGE-RECORD.3: a compressed file may decode to at least 65,536 records, however small (spec/07)."""
 FRAME_RECORDS: Final = 65_536
 """SESSION-ZSTD-FRAMES.5: a frame decodes to at most 65,536 records (spec/07)."""
 PLAINTEXT_LINE: Final = 36 << 20
@@ -59,16 +61,19 @@ class StorageCase:
     """`{"name", "args"}` for a file too large to commit: the runner expands it with `GENERATORS[name](path, **args)`."""
     refused: bool = field(default=False)
     """Whether the reference refuses the file (then its refusal's rule is one of `rules`)."""
+    suffix: str | None = None
+    """The file's suffix, where it is not its backend's (a log under a name no backend claims)."""
 
     @property
     def file_name(self) -> str:
-        return self.id + SUFFIX[self.backend if self.backend in SUFFIX else "none"]
+        return self.id + (self.suffix or SUFFIX[self.backend if self.backend in SUFFIX else "none"])
 
 
 GENERATORS: Final[dict[str, Callable[..., Path]]] = {
     "long-record": f.long_record,
     "packed-row": f.row_at,
     "many-records": f.many_records,
+    "budget-rows": f.budget_rows,
 }
 """The generators a storage vector may name: each writes its log at the path it is given."""
 
@@ -103,6 +108,7 @@ def _bounded() -> list[StorageCase]:
     past_record, past_args = generated("long-record", size=RECORD_BOUND + 1)
     at_record, at_args = generated("long-record", size=RECORD_BOUND, pad=RECORD_PAD)
     trailed, trailed_args = generated("long-record", size=RECORD_BOUND + TRAIL, pad=RECORD_PAD, trail=TRAIL)
+    budget_at, budget_at_args = generated("budget-rows", rows=1, members=RECORDS_FLOOR - 4)
     rows_at, rows_at_args = generated("packed-row", members=ROW_MEMBERS)
     rows_past, rows_past_args = generated("packed-row", members=ROW_MEMBERS + 1)
     frame_at, frame_at_args = generated("many-records", records=FRAME_RECORDS)
@@ -140,9 +146,15 @@ def _bounded() -> list[StorageCase]:
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-plaintext", "10 KB of frames whose torn tail decodes to 288 MiB of "
                     "plaintext", ("SESSION-STORAGE-RECORD.3",), "jsonl.zstd",
                     partial(f.plaintext_bomb, frames=2, lines=4, size=PLAINTEXT_LINE), refused=True),
+        StorageCase("SESSION-STORAGE-RECORD.3-zstd-at", "a few hundred bytes of zstd that decode to exactly 65,536 "
+                    "records, a small file's budget, load", ("SESSION-STORAGE-RECORD.3",), "jsonl.zstd", budget_at,
+                    generator=budget_at_args),
+        StorageCase("SESSION-STORAGE-RECORD.3-sqlite-rows", "a 32 KB SQLite log whose packed rows (zstd BLOBs) expand "
+                    "to 65,539 records is refused", ("SESSION-STORAGE-RECORD.3", "SESSION-CHUNK-ROWS.5"), "sqlite",
+                    partial(f.sqlite_budget_rows, rows=64), refused=True),
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-rows", "a few KB of packed rows that expand to 196,608 records",
                     ("SESSION-STORAGE-RECORD.3", "SESSION-CHUNK-ROWS.8"), "jsonl.zstd",
-                    partial(f.rows_past_budget, rows=3, members=ROW_MEMBERS), refused=True),
+                    partial(f.budget_rows, rows=3, members=ROW_MEMBERS), refused=True),
         StorageCase("SESSION-STORAGE-RECORD.1-sqlite-blob-past", "a data BLOB that decodes to one byte over 64 MiB is "
                     "refused", ("SESSION-STORAGE-RECORD.1", "SESSION-SQLITE-ROW.2"), "sqlite",
                     partial(f.large_blob, seq=f.MIDDLE, size=RECORD_BOUND + 1), refused=True),
@@ -157,6 +169,9 @@ def _gate() -> list[StorageCase]:
                       f.clean, rules=("SESSION-CHUNK-ROWS.6", "SESSION-STORAGE-HEADER.3")),
         *_per_backend("SESSION-STORAGE-LOAD.2", "an open tail turn loads with its closers, committing nothing",
                       partial(f.clean, open_tail=True)),
+        *(StorageCase(f"SESSION-STORAGE-LOAD.1-{TAG[backend]}-unnamed", "a log under a name no backend claims (.log) is "
+                      "read by its first bytes: magic bytes, else JSON text", ("SESSION-STORAGE-LOAD.1",), backend,
+                      partial(f.unnamed, suffix=SUFFIX[backend]), suffix=SUFFIX["none"]) for backend in ALL),
         *_per_backend("SESSION-STORAGE-SEQ.1", "a record missing in the middle is a seq gap", _mid(lambda r: None),
                       TEXT, refused=True),
         StorageCase("SESSION-STORAGE-SEQ.1-sqlite", "a row missing in the middle is a seq gap", ("SESSION-STORAGE-SEQ.1",),
@@ -192,8 +207,18 @@ def _gate() -> list[StorageCase]:
         StorageCase("SESSION-TORN-TAIL.2-sqlite", "unparsable data followed by a committed turn/end is corruption",
                     ("SESSION-TORN-TAIL.2", "SESSION-LOSSLESS-TEXT.2"), "sqlite",
                     f.sql("UPDATE events SET data = '{not json' WHERE seq = 2"), refused=True),
+        *_per_backend("SESSION-TORN-TAIL.2", "unparsable data followed by a committed turn/end spelled with an escape "
+                      "(turn\\/end) is corruption", f.escaped_turn_ends, TEXT, rules=("SESSION-LOSSLESS-TEXT.2",),
+                      variant="escaped", refused=True),
         *_per_backend("SESSION-TORN-TAIL.3", "unparsable data with no later turn/end starts a torn tail",
                       _tail(f.replace_data(b"{not json")), TEXT),
+        StorageCase("SESSION-SURFACE-REPLACE.1-jsonl-ignorable-start", "a replacement whose range starts at an "
+                    "ignorable event (never on the surface) is refused", ("SESSION-SURFACE-REPLACE.1",), "jsonl",
+                    f.replace_from_ignorable, refused=True),
+        StorageCase("SESSION-ZSTD-FRAMES.4-magic", "a final frame torn within its magic (3 bytes) is a torn tail",
+                    ("SESSION-ZSTD-FRAMES.4", "SESSION-TORN-TAIL.1"), "jsonl.zstd", f.frame_cut_at_its_magic),
+        StorageCase("SESSION-TORN-TAIL.3-zstd-frames", "unparsable data, then a whole frame with no turn/end: the torn "
+                    "tail runs to the end of the file", ("SESSION-TORN-TAIL.3",), "jsonl.zstd", f.torn_frames),
         StorageCase("SESSION-TORN-TAIL.3-sqlite", "an undecodable last row starts a torn tail", ("SESSION-TORN-TAIL.3",),
                     "sqlite", f.sql("UPDATE events SET data = '{not json' WHERE seq = 20", open_tail=True)),
         StorageCase("SESSION-STORAGE-LOAD.2-jsonl-long-turn",
@@ -311,6 +336,8 @@ def _zstd_and_sqlite() -> list[StorageCase]:
                     "jsonl.zstd", f.frame_bad_magic, refused=True),
         StorageCase("SESSION-ZSTD-FRAMES.2", "a first frame of two lines is refused", ("SESSION-ZSTD-FRAMES.2",),
                     "jsonl.zstd", f.header_frame_of_two_lines, refused=True),
+        StorageCase("SESSION-ZSTD-FRAMES.2-no-newline", "a first frame whose header line has no newline is refused",
+                    ("SESSION-ZSTD-FRAMES.2",), "jsonl.zstd", f.header_frame_without_newline, refused=True),
         StorageCase("SESSION-ZSTD-FRAMES.3", "a frame without a content checksum is refused", ("SESSION-ZSTD-FRAMES.3",),
                     "jsonl.zstd", f.frame_without_checksum, refused=True),
         StorageCase("SESSION-ZSTD-FRAMES.3-empty-last", "a last frame that ends at its block header, with no checksum, "

@@ -9,8 +9,10 @@ the open log (nothing follows: a torn tail, SESSION-TORN-TAIL.3).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -57,6 +59,12 @@ def clean(path: Path, *, open_tail: bool = False, turns: int = 2) -> Path:
     return _text(path, [lines_of(batch) for batch in batches])
 
 
+def unnamed(path: Path, suffix: str) -> Path:
+    """The clean log of the backend `suffix` names, at `path`, whose name no backend claims (`.log`): a reader tells
+    the backend by the file's first bytes (the magic bytes, else JSON text), as spec/07 chooses a format."""
+    return clean(path.with_name(path.name + suffix)).rename(path)
+
+
 def _text(path: Path, batches: list[list[bytes]], header: bytes | None = None) -> Path:
     return (write_zstd if backend_of(path) == "jsonl.zstd" else write_jsonl)(path, batches, header)
 
@@ -94,7 +102,7 @@ def sql(*statements: str, open_tail: bool = False) -> Callable[[Path], Path]:
     return build
 
 
-def replace_data(text: bytes) -> Edit:
+def replace_data(text: bytes) -> Callable[[dict[str, Any]], bytes]:
     """The record's data replaced by `text`, whatever bytes it is."""
     def edit(record: dict[str, Any]) -> bytes:
         head = dumps({k: v for k, v in record.items() if k in ("type", "seq", "time")}).encode()[:-1]
@@ -123,6 +131,18 @@ def without_turns(path: Path, record: dict[str, Any]) -> Path:
     return _text(path, [[dumps(message).encode(), dumps({**record, "seq": 1, "time": 1001}).encode()]])
 
 
+def replace_from_ignorable(path: Path) -> Path:
+    """SESSION-SURFACE-REPLACE.1: a user message (seq 0), an ignorable note (seq 1, never on the surface), then a user
+    message that replaces the range from the note, naming it as its source: refused, its start not on the surface. A
+    reader that reads the note by a slower path than the messages must still keep it off the surface it replaces on."""
+    message = turn_events(1, 0)[1]
+    records = [{**message, "seq": 0, "time": 1000},
+               {"type": "plugin/note", "seq": 1, "time": 1001, "data": None, "ignorable": True},
+               {**message, "seq": 2, "time": 1002, "surfaceOp": {"op": "replace", "start": 1, "end": 1},
+                "sourceEventSeqs": [1]}]
+    return _text(path, [[dumps(record).encode() for record in records]])
+
+
 def pruned_twice(path: Path) -> Path:
     """The closed log, then a turn that prunes the first turn's tool result (seq 9) and then prunes that rewrite: each
     rewrite keeps what a rewrite of the result it shadows must keep (SESSION-SURFACE-TOOL-RESULT.3), so the log loads;
@@ -139,6 +159,35 @@ def pruned_twice(path: Path) -> Path:
         target = seq
     turn.append({"type": "turn/end", "seq": 27, "time": 1027, "data": {"turn": 3, "reason": {"kind": "completed"}}})
     return _text(path, [lines_of(batch) for batch in [*batches, turn]])
+
+
+def escaped_turn_ends(path: Path) -> Path:
+    """SESSION-TORN-TAIL.2: the closed log with unparsable data at seq 2, each later `turn/end` spelled `turn\\/end` (the
+    same string, by a JSON escape): a reader that looks for the literal name to find a committed turn/end after a
+    defect, and passes over the text without it, must still read every text with an escape."""
+    def escaped(record: dict[str, Any]) -> bytes:
+        return dumps(record).encode().replace(b'"type":"turn/end"', b'"type":"turn\\/end"')
+
+    out = []
+    for batch in agent_log(2):
+        lines = []
+        for line in lines_of(batch):
+            record = json.loads(line)
+            lines.append(replace_data(b"{not json")(record) if _seq(record) == MIDDLE
+                         else escaped(record) if record["type"] == "turn/end" else line)
+        out.append(lines)
+    return _text(path, out)
+
+
+def torn_frames(path: Path) -> Path:
+    """SESSION-TORN-TAIL.3 across frames: the open log with unparsable data at seq 20, its last record, then one more
+    whole frame of records with no turn/end: the torn tail runs from seq 20 to the end of the file, that frame with it
+    (a reader may pass over a frame that cannot hold a turn/end, but not lose track of it)."""
+    batches = [lines_of(batch) for batch in agent_log(2, open_tail=True)]
+    batches[-1][-1] = replace_data(b"{not json")(json.loads(batches[-1][-1]))
+    more = {"type": "assistant/chunk", "seq": 21, "time": 1021,
+            "data": {"turn": 2, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "late"}}}
+    return write_zstd(path, [*batches, [dumps(more).encode()]])
 
 
 def row_at(path: Path, members: int, *, sqlite_row: bool = False) -> Path:
@@ -210,6 +259,13 @@ def closed_batches() -> list[bytes]:
     return [b"".join(line + b"\n" for line in lines_of(batch)) for batch in agent_log(2)]
 
 
+def frame_cut_at_its_magic(path: Path) -> Path:
+    """SESSION-ZSTD-FRAMES.4: a closed log, then the first three bytes of a frame's magic: a final frame torn before it
+    could say anything (fewer bytes than a magic and a descriptor), recovered as nothing, a torn tail."""
+    first, second = closed_batches()
+    return zstd_frames(path, [frame(first), frame(second), frame(b"")[:3]])
+
+
 def frame_without_checksum(path: Path) -> Path:
     first, second = closed_batches()
     plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True).compress(first)
@@ -242,6 +298,14 @@ def header_frame_of_two_lines(path: Path) -> Path:
     return path
 
 
+def header_frame_without_newline(path: Path) -> Path:
+    """SESSION-ZSTD-FRAMES.2: the closed log, its first frame the header line without its newline: not exactly one
+    header line (a header frame, not one line past the record bound)."""
+    first, second = closed_batches()
+    path.write_bytes(frame(HEADER_LINE) + frame(first) + frame(second))
+    return path
+
+
 def expanding_frames(path: Path, frames: int, per_frame: int) -> Path:
     """An open turn, then `frames` identical frames of `per_frame` `"turn/end"` lines: a few hundred bytes that decode
     to more records than SESSION-STORAGE-RECORD.3 allows."""
@@ -268,15 +332,32 @@ def plaintext_bomb(path: Path, frames: int, lines: int, size: int) -> Path:
     return path
 
 
-def rows_past_budget(path: Path, rows: int, members: int) -> Path:
+def budget_rows(path: Path, rows: int, members: int) -> Path:
     """SESSION-STORAGE-RECORD.3: an open turn, then one frame of `rows` packed rows of `members` one-letter texts each
-    (nothing after them: a load that did not count the members would close the turn): a few KB of zstd whose rows
-    expand to more records than a small file's budget, 65,536, each row within SESSION-CHUNK-ROWS.8."""
+    (nothing after them: a load that did not count the members would close the turn): a few hundred bytes of zstd whose
+    rows expand to as many records as a small file's budget allows, 65,536 (the header line, the turn's three records
+    and 65,532 members), or more, each row within SESSION-CHUNK-ROWS.8."""
     head = agent_log(1, open_tail=True)[0][:3]  # turn/start, user/message, step/start
     packed = [{"type": "text-chunks", "seq0": 3 + k * members, "time0": 2000,
                "data": {"turn": 1, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": ["a"] * members}}
               for k in range(rows)]
     return write_zstd(path, [lines_of(head), [dumps(row).encode() for row in packed]])
+
+
+def sqlite_budget_rows(path: Path, rows: int) -> Path:
+    """SESSION-STORAGE-RECORD.3 in SQLite: an open turn, then `rows` packed rows of 1,024 one-letter texts each (the
+    most a SQLite row holds, SESSION-CHUNK-ROWS.5), each row's data a zstd BLOB of a few dozen bytes (SESSION-SQLITE-
+    ROW.2): a file of tens of KB whose rows expand to more records than its budget, 65,536."""
+    members = 1_024
+    write_sqlite(path, [agent_log(1, open_tail=True)[0][:3]], fixed=True)  # turn/start, user/message, step/start
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        for k in range(rows):
+            data = dumps({"turn": 1, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": ["a"] * members})
+            connection.execute("INSERT INTO events VALUES ('h', ?, 'text-chunks', 2000, ?, NULL, NULL, 0)",
+                               (3 + k * members, frame(data.encode())))
+        connection.commit()
+        connection.execute("VACUUM")
+    return path
 
 
 def large_blob(path: Path, seq: int, size: int) -> Path:
