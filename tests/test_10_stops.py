@@ -228,3 +228,14 @@ def test_fix_lists_what_the_reference_accepts_under_no_rule_never_under_the_vect
     assert "SESSION-CORE-EVENTS.1-reject unsupported" in required
     assert "the reference accepts the request" in required
     assert "recommended because" not in text and "decision: the marker" not in text
+
+
+def test_conform_called_as_a_function_leaves_the_signal_handlers_as_it_found_them() -> None:
+    """A process that ran `main(["conform", ...])` (a test, a library's caller) only noted SIGTERM ever after, so a
+    process it later forked outlived the pool that stopped it (the default suite hung in test_proofs)."""
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    before = {signum: signal.getsignal(signum) for signum in stops}
+    assert main(["conform", "--examples", "0", "--run", "SESSION-EVENT-ENVELOPE.1-*", "--", PY, "-m", "sessionspec.cli",
+                 "serve", "--impl", "live"]) == 0
+    assert {signum: signal.getsignal(signum) for signum in stops} == before
+    assert stopping.received() is None

@@ -85,8 +85,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     _lenient(sys.stderr)
     words = list(sys.argv[1:] if argv is None else argv)
     command = command_of(words)
-    if command == "conform":  # a run keeps its report whatever stops it, its own imports included
-        importlib.import_module("sessionspec.conformance.stopping").note_signals()
+    if command != "conform":
+        return _main(command, words)
+    # A run keeps its report whatever stops it, its own imports included; called as a function (argv given), main
+    # leaves the process's signal handlers as it found them.
+    stopping = importlib.import_module("sessionspec.conformance.stopping")
+    previous = stopping.note_signals()
+    try:
+        return _main(command, words)
+    finally:
+        if argv is not None:
+            stopping.restore(previous)
+
+
+def _main(command: str | None, words: list[str]) -> int:
     parser, commands = _parsers(command if command in COMMANDS else None)
     args, extra = parser.parse_known_args(words)
     if extra:  # said by the command's own parser, with its usage, not the top level's

@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Final
+from typing import Any, Final
 
 STOPS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -66,12 +66,22 @@ def received() -> int | None:
     return _State.received
 
 
-def note_signals() -> None:
+def note_signals() -> dict[int, Any]:
     """From the start of the process, a stopping signal is noted rather than fatal: the command's own imports take a
-    second or more, and a CI's timeout may come then; the run that follows stops at once and says so."""
-    if threading.current_thread() is threading.main_thread():
-        for signum in STOPS:
-            signal.signal(signum, _handler)
+    second or more, and a CI's timeout may come then; the run that follows stops at once and says so. Returns the
+    handlers it replaced, for a caller that runs the command as a function (`restore`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, _handler) for signum in STOPS}
+
+
+def restore(previous: dict[int, Any]) -> None:
+    """The handlers `note_signals` replaced, back: `cli.main` called as a function (a test, a library's caller)
+    leaves the process's signals as it found them; a later process forked from it would otherwise only note a
+    SIGTERM, and outlive the pool that sent it."""
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    _State.received = None
 
 
 @contextlib.contextmanager
