@@ -28,13 +28,16 @@ def _testee(directory: Path, which: str) -> list[str]:
 
 @pytest.fixture(scope="module", params=["planted", "starter"])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str, Any]]:
-    """A short conform run (the vectors and a few machine examples) of the testee: its command and --json report."""
+    """A short conform run (the vectors and a few machine examples) of the testee: its command and --json report.
+
+    The storage phase is left out (its 141 cases, 7 s a run): the starter declares no storage, and no storage case
+    of THREE diverges, so it adds no family to reproduce."""
     directory = tmp_path_factory.mktemp(request.param)
     testee = _testee(directory, request.param)
     report = directory / "report.json"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["conform", "--examples", "20", "--json", str(report), "--traces", str(directory / "traces"),
-                     "--", *testee])
+        code = main(["conform", "--examples", "20", "--skip", "SESSION-CONFORMANCE-STORAGE.*", "--json", str(report),
+                     "--traces", str(directory / "traces"), "--", *testee])
     assert code == 1
     return testee, json.loads(report.read_text())
 

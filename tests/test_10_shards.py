@@ -8,10 +8,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from sessionspec.cli import main
+from sessionspec.cli import jobs, main
 from support import valid_report
 
 SERVE = [sys.executable, "-m", "sessionspec.cli", "serve", "--impl"]
@@ -30,10 +31,21 @@ def conform(directory: Path, name: str, *extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The whole run, and `--jobs 2` with the two parts its shards wrote (`conform --shard I/2 --seed 7 --json PART`).
+
+    The parts are those two shards' own reports, so the test of `merge` takes them rather than running each shard a
+    second time (two more runs, half a minute): `jobs` would remove its parts' directory once they are merged, so here
+    it makes the directory in this one and keeps it.
+    """
     directory = tmp_path_factory.mktemp("shards")
-    return {"whole": conform(directory, "whole"), "1": conform(directory, "part-1", "--shard", "1/2"),
-            "2": conform(directory, "part-2", "--shard", "2/2"), "jobs": conform(directory, "jobs", "--jobs", "2"),
-            "dir": directory}
+    kept = directory / "jobs-parts"
+    kept.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jobs, "tempfile", SimpleNamespace(mkdtemp=lambda prefix: str(kept)))
+        patch.setattr(jobs, "shutil", SimpleNamespace(rmtree=lambda path, ignore_errors: None))
+        merged = conform(directory, "jobs", "--jobs", "2")
+    return {"whole": conform(directory, "whole"), "1": kept / "part-1.json", "2": kept / "part-2.json",
+            "jobs": merged, "dir": directory}
 
 
 def comparable(report: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +80,7 @@ def test_jobs_runs_the_shards_at_once_and_finds_what_one_job_finds(runs: dict[st
     """`--jobs 2`: two testees, one report, the same families and numbers as `--jobs 1` with the same seed."""
     jobs, whole = valid_report(runs["jobs"]), valid_report(runs["whole"])
     assert comparable(jobs) == comparable(whole)
-    assert len(jobs["header"]["parts"]) == 2 and jobs["footer"]["complete"]
+    assert jobs["header"]["parts"] == [str(runs["1"]), str(runs["2"])] and jobs["footer"]["complete"]
 
 
 @pytest.mark.parametrize("refused", [["--fix", "--failures", "known.txt"], ["--shard", "1/2"], ["--jobs", "0"],

@@ -29,8 +29,9 @@ fault comes and goes from one run to the next, deterministically (by the count o
 
 def run(tmp_path: Path, *testee: str) -> tuple[int, dict[str, object]]:
     report = tmp_path / "report.json"
-    code = main(["conform", "--examples", "20", "--verify", "4", "--json", str(report), "--traces",
-                 str(tmp_path / "traces"), "--", *testee])
+    # Without the storage phase: neither testee's fault is met there, and its 141 cases would add 7 s a run.
+    code = main(["conform", "--examples", "20", "--verify", "4", "--skip", "SESSION-CONFORMANCE-STORAGE.*", "--json",
+                 str(report), "--traces", str(tmp_path / "traces"), "--", *testee])
     return code, valid_report(report)
 
 

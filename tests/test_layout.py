@@ -14,6 +14,7 @@ is named) is not an arrow of the graph: what it loads sits above or beside the c
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,7 +45,9 @@ LATE_IMPORTS: dict[str, str] = {}
 LONG_FUNCTIONS: dict[str, str] = {}
 
 
+@functools.cache
 def modules() -> dict[str, Path]:
+    """Each module of the package by name (found once: `imports` asks it of every name an import brings in)."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -61,21 +64,21 @@ def part_of(module: str) -> str:
 def imports(path: Path) -> Iterator[tuple[str, bool]]:
     """(imported sessionspec module, whether the import is at module level)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    top = {id(node) for node in tree.body}
+    top = {id(node) for node in tree.body} | _guarded(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sessionspec"):
             names = [f"{node.module}.{alias.name}" for alias in node.names]
             for name in names:
-                yield (name if name in modules() else node.module), id(node) in top or _guarded(tree, node)
+                yield (name if name in modules() else node.module), id(node) in top
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("sessionspec"):
-                    yield alias.name, id(node) in top or _guarded(tree, node)
+                    yield alias.name, id(node) in top
 
 
-def _guarded(tree: ast.Module, node: ast.AST) -> bool:
-    """An import under a module-level `if TYPE_CHECKING:` or `try:` is still a module-level import."""
-    return any(isinstance(top, (ast.If, ast.Try)) and any(inner is node for inner in ast.walk(top)) for top in tree.body)
+def _guarded(tree: ast.Module) -> set[int]:
+    """The nodes under a module-level `if TYPE_CHECKING:` or `try:`: an import there is still a module-level import."""
+    return {id(inner) for top in tree.body if isinstance(top, (ast.If, ast.Try)) for inner in ast.walk(top)}
 
 
 def graph() -> dict[str, set[str]]:
