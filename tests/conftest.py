@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import inspect
 import os
-import signal
 import tempfile
-from collections.abc import Iterator
 
 import pytest
 import wire
-from sessionspec.conformance import stopping
 from sessionspec.testing import implementations as impls
 from sessionspec.testing import profiles
 
 profiles.load()
-STOP_HANDLERS = {signum: signal.getsignal(signum) for signum in stopping.STOPS}
-"""SIGTERM's, SIGINT's and SIGHUP's handlers as the test process started (`stop_signals_as_they_were`)."""
 
 IMPLEMENTATIONS = ("model", "live", "wire:live")
 """What every chapter test runs against: the reference, the incremental store, and the store over the protocol
@@ -70,24 +65,6 @@ def create(implementation: str) -> impls.SessionFactory:
     if implementation.startswith(wire.PREFIX):
         return wire.factory(implementation.removeprefix(wire.PREFIX))
     return impls.factory(implementation)
-
-
-@pytest.fixture(autouse=True)
-def stop_signals_as_they_were() -> Iterator[None]:
-    """A test leaves SIGTERM, SIGINT and SIGHUP as the process started with them, and no stop noted.
-
-    `main(["conform", ...])` notes those signals for the rest of its process (`stopping.note_signals`: a CLI process
-    is one run), and the tests call it in process. Left so, a process a later test forks inherits the noting handler:
-    a `multiprocessing` pool's worker (test_proofs' explorer) survives its pool's SIGTERM, the pool's join waits for
-    it forever, and the run hangs; and a noted signal would stop the next in-process run at once. The handlers are
-    those the process started with (STOP_HANDLERS), not those before the test: a module's fixture runs its conform
-    before a test's fixtures start.
-    """
-    yield
-    for signum, handler in STOP_HANDLERS.items():
-        if handler is not None and signal.getsignal(signum) is not handler:  # None: a handler not set from Python
-            signal.signal(signum, handler)
-    stopping._State.received = None
 
 
 @pytest.fixture(autouse=True, scope="session")
