@@ -14,7 +14,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from sessionspec.conformance.storagevectors import bounds as b
 from sessionspec.conformance.storagevectors import faults as f
+from sessionspec.conformance.storagevectors.bounds import (
+    FRAME_RECORDS,
+    PLAINTEXT_LINE,
+    RECORD_BOUND,
+    RECORD_PAD,
+    RECORDS_FLOOR,
+    ROW_MEMBERS,
+    SQLITE_ROW_MEMBERS,
+    TRAIL,
+)
 from sessionspec.conformance.storagevectors.builders import turn_events
 from sessionspec.jsontext import dumps
 from sessionspec.storage.sqliterows import encode_seqs
@@ -24,25 +35,6 @@ ALL: Final = ("jsonl", "jsonl.zstd", "sqlite")
 TAG: Final = {"jsonl": "jsonl", "jsonl.zstd": "zstd", "sqlite": "sqlite"}
 """A backend as a vector id names it."""
 SUFFIX: Final = {"jsonl": ".jsonl", "jsonl.zstd": ".jsonl.zstd", "sqlite": ".sqlite", "none": ".log"}
-RECORD_BOUND: Final = 64 << 20
-"""SESSION-STORAGE-RECORD.1: 64 MiB (spec/07)."""
-SQLITE_ROW_MEMBERS: Final = 1_024
-"""SESSION-CHUNK-ROWS.5: a SQLite row holds at most 1,024 members (spec/07)."""
-ROW_MEMBERS: Final = 65_536
-"""SESSION-CHUNK-ROWS.8: a packed row holds at most 65,536 members (spec/07)."""
-RECORDS_FLOOR: Final = 65_536
-"""SESSION-STORAGE-RECORD.3: a compressed file may decode to at least 65,536 records, however small (spec/07)."""
-FRAME_RECORDS: Final = 65_536
-"""SESSION-ZSTD-FRAMES.5: a frame decodes to at most 65,536 records (spec/07)."""
-PLAINTEXT_LINE: Final = 36 << 20
-"""Eight lines of 36 MiB: 288 MiB, past the 256 MiB of plaintext a small compressed log may decode to
-(SESSION-STORAGE-RECORD.3), each line within 64 MiB and each frame of four within 256 MiB (spec/07)."""
-RECORD_PAD: Final = 1 << 20
-"""The JSON whitespace in a record at the bound, so that a load's answer, which carries the event without it, fits an
-answer line (64 MiB, SESSION-CONFORMANCE-PROTOCOL.7)."""
-TRAIL: Final = 256 << 10
-"""The spaces after a record's JSON value that carry its line past the bound: two zstd blocks' worth (128 KiB each), so
-a reader that reads a line in pieces has pieces to read past the bound."""
 LONG_HEADER: Final = (1 << 20) + 100
 """A header line of 1 MiB and 100 bytes: longer than the piece a reader reads a line in (ours: 1 MiB)."""
 LONG_QUESTION: Final = (64 << 10) + 100
@@ -70,10 +62,10 @@ class StorageCase:
 
 
 GENERATORS: Final[dict[str, Callable[..., Path]]] = {
-    "long-record": f.long_record,
-    "packed-row": f.row_at,
-    "many-records": f.many_records,
-    "budget-rows": f.budget_rows,
+    "long-record": b.long_record,
+    "packed-row": b.row_at,
+    "many-records": b.many_records,
+    "budget-rows": b.budget_rows,
 }
 """The generators a storage vector may name: each writes its log at the path it is given."""
 
@@ -129,12 +121,12 @@ def _bounded() -> list[StorageCase]:
         StorageCase("SESSION-CHUNK-ROWS.8-jsonl-past", "a packed row of 65,537 members is refused",
                     ("SESSION-CHUNK-ROWS.8",), "jsonl", rows_past, generator=rows_past_args, refused=True),
         StorageCase("SESSION-CHUNK-ROWS.5-sqlite-at", "a SQLite row of 1,024 members loads", ("SESSION-CHUNK-ROWS.5",),
-                    "sqlite", partial(f.row_at, members=SQLITE_ROW_MEMBERS, sqlite_row=True)),
+                    "sqlite", partial(b.row_at, members=SQLITE_ROW_MEMBERS, sqlite_row=True)),
         StorageCase("SESSION-CHUNK-ROWS.5-sqlite-past", "a SQLite row of 1,025 members is refused",
-                    ("SESSION-CHUNK-ROWS.5",), "sqlite", partial(f.row_at, members=SQLITE_ROW_MEMBERS + 1,
+                    ("SESSION-CHUNK-ROWS.5",), "sqlite", partial(b.row_at, members=SQLITE_ROW_MEMBERS + 1,
                                                                    sqlite_row=True), refused=True),
         StorageCase("SESSION-CHUNK-ROWS.5-sqlite-under", "a SQLite row of 2 members is refused",
-                    ("SESSION-CHUNK-ROWS.5",), "sqlite", partial(f.row_at, members=2, sqlite_row=True), refused=True),
+                    ("SESSION-CHUNK-ROWS.5",), "sqlite", partial(b.row_at, members=2, sqlite_row=True), refused=True),
         StorageCase("SESSION-ZSTD-FRAMES.5-at", "a frame of 65,536 records loads",
                     ("SESSION-ZSTD-FRAMES.5",), "jsonl.zstd", frame_at, generator=frame_at_args),
         StorageCase("SESSION-ZSTD-FRAMES.5-past", "a frame of 65,537 records is refused",
@@ -142,22 +134,22 @@ def _bounded() -> list[StorageCase]:
                     generator=frame_past_args, refused=True),
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-past", "200 bytes of frames that decode to 131,070 records",
                     ("SESSION-STORAGE-RECORD.3", "SESSION-ZSTD-FRAMES.5"), "jsonl.zstd",
-                    partial(f.expanding_frames, frames=2, per_frame=FRAME_RECORDS - 1), refused=True),
+                    partial(b.expanding_frames, frames=2, per_frame=FRAME_RECORDS - 1), refused=True),
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-plaintext", "10 KB of frames whose torn tail decodes to 288 MiB of "
                     "plaintext", ("SESSION-STORAGE-RECORD.3",), "jsonl.zstd",
-                    partial(f.plaintext_bomb, frames=2, lines=4, size=PLAINTEXT_LINE), refused=True),
+                    partial(b.plaintext_bomb, frames=2, lines=4, size=PLAINTEXT_LINE), refused=True),
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-at", "a few hundred bytes of zstd that decode to exactly 65,536 "
                     "records, a small file's budget, load", ("SESSION-STORAGE-RECORD.3",), "jsonl.zstd", budget_at,
                     generator=budget_at_args),
         StorageCase("SESSION-STORAGE-RECORD.3-sqlite-rows", "a 32 KB SQLite log whose packed rows (zstd BLOBs) expand "
                     "to 65,539 records is refused", ("SESSION-STORAGE-RECORD.3", "SESSION-CHUNK-ROWS.5"), "sqlite",
-                    partial(f.sqlite_budget_rows, rows=64), refused=True),
+                    partial(b.sqlite_budget_rows, rows=64), refused=True),
         StorageCase("SESSION-STORAGE-RECORD.3-zstd-rows", "a few KB of packed rows that expand to 196,608 records",
                     ("SESSION-STORAGE-RECORD.3", "SESSION-CHUNK-ROWS.8"), "jsonl.zstd",
-                    partial(f.budget_rows, rows=3, members=ROW_MEMBERS), refused=True),
+                    partial(b.budget_rows, rows=3, members=ROW_MEMBERS), refused=True),
         StorageCase("SESSION-STORAGE-RECORD.1-sqlite-blob-past", "a data BLOB that decodes to one byte over 64 MiB is "
                     "refused", ("SESSION-STORAGE-RECORD.1", "SESSION-SQLITE-ROW.2"), "sqlite",
-                    partial(f.large_blob, seq=f.MIDDLE, size=RECORD_BOUND + 1), refused=True),
+                    partial(b.large_blob, seq=f.MIDDLE, size=RECORD_BOUND + 1), refused=True),
     ]
 
 

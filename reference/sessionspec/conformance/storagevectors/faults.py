@@ -9,10 +9,7 @@ the open log (nothing follows: a torn tail, SESSION-TORN-TAIL.3).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -56,7 +53,7 @@ def clean(path: Path, *, open_tail: bool = False, turns: int = 2) -> Path:
     batches = agent_log(turns, open_tail=open_tail)
     if backend_of(path) == "sqlite":
         return write_sqlite(path, batches, fixed=True)
-    return _text(path, [lines_of(batch) for batch in batches])
+    return text_log(path, [lines_of(batch) for batch in batches])
 
 
 def unnamed(path: Path, suffix: str) -> Path:
@@ -65,7 +62,7 @@ def unnamed(path: Path, suffix: str) -> Path:
     return clean(path.with_name(path.name + suffix)).rename(path)
 
 
-def _text(path: Path, batches: list[list[bytes]], header: bytes | None = None) -> Path:
+def text_log(path: Path, batches: list[list[bytes]], header: bytes | None = None) -> Path:
     return (write_zstd if backend_of(path) == "jsonl.zstd" else write_jsonl)(path, batches, header)
 
 
@@ -84,7 +81,7 @@ def edited(path: Path, seq: int, edit: Edit, *, open_tail: bool = False, header:
             if new is not None:
                 lines.append(new)
         out.append(lines)
-    return _text(path, out, header)
+    return text_log(path, out, header)
 
 
 def with_header(path: Path, header: bytes) -> Path:
@@ -128,7 +125,7 @@ def without_turns(path: Path, record: dict[str, Any]) -> Path:
     that takes runs of records on trust and leaves turn records to a slower path (ours: `storage.storedlog`) reads
     every record of this log on trust, so it must refuse what is wrong with `record` there too."""
     message = {**turn_events(1, 0)[1], "seq": 0, "time": 1000}
-    return _text(path, [[dumps(message).encode(), dumps({**record, "seq": 1, "time": 1001}).encode()]])
+    return text_log(path, [[dumps(message).encode(), dumps({**record, "seq": 1, "time": 1001}).encode()]])
 
 
 def replace_from_ignorable(path: Path) -> Path:
@@ -140,7 +137,7 @@ def replace_from_ignorable(path: Path) -> Path:
                {"type": "plugin/note", "seq": 1, "time": 1001, "data": None, "ignorable": True},
                {**message, "seq": 2, "time": 1002, "surfaceOp": {"op": "replace", "start": 1, "end": 1},
                 "sourceEventSeqs": [1]}]
-    return _text(path, [[dumps(record).encode() for record in records]])
+    return text_log(path, [[dumps(record).encode() for record in records]])
 
 
 def pruned_twice(path: Path) -> Path:
@@ -158,7 +155,7 @@ def pruned_twice(path: Path) -> Path:
                      "surfaceOp": {"op": "replace", "start": target, "end": target}})
         target = seq
     turn.append({"type": "turn/end", "seq": 27, "time": 1027, "data": {"turn": 3, "reason": {"kind": "completed"}}})
-    return _text(path, [lines_of(batch) for batch in [*batches, turn]])
+    return text_log(path, [lines_of(batch) for batch in [*batches, turn]])
 
 
 def escaped_turn_ends(path: Path) -> Path:
@@ -176,7 +173,7 @@ def escaped_turn_ends(path: Path) -> Path:
             lines.append(replace_data(b"{not json")(record) if _seq(record) == MIDDLE
                          else escaped(record) if record["type"] == "turn/end" else line)
         out.append(lines)
-    return _text(path, out)
+    return text_log(path, out)
 
 
 def torn_frames(path: Path) -> Path:
@@ -188,26 +185,6 @@ def torn_frames(path: Path) -> Path:
     more = {"type": "assistant/chunk", "seq": 21, "time": 1021,
             "data": {"turn": 2, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "late"}}}
     return write_zstd(path, [*batches, [dumps(more).encode()]])
-
-
-def row_at(path: Path, members: int, *, sqlite_row: bool = False) -> Path:
-    """A turn holding one packed text row of `members` members, then its committed end, so a row refused is
-    corruption rather than a torn tail (SESSION-CHUNK-ROWS.5/.8, at and past a bound)."""
-    batch = agent_log(1, open_tail=True)[0][:3]  # turn/start, user/message, step/start
-    row = {"type": "text-chunks", "seq0": 3, "time0": 2000,
-           "data": {"turn": 1, "step": 1, "index": 0, "dt": [1] * (members - 1), "texts": ["a"] * members}}
-    seq = 3 + members
-    ends = [{"type": "step/end", "seq": seq, "time": 3000, "data": {"turn": 1, "step": 1}},
-            {"type": "turn/end", "seq": seq + 1, "time": 3001, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
-    if sqlite_row:
-        write_sqlite(path, [batch], fixed=True)
-        edit_sqlite(path, "INSERT INTO events VALUES ('h', 3, 'text-chunks', 2000, ?, NULL, NULL, 0)",
-                    (dumps(row["data"]),))
-        for end in ends:
-            edit_sqlite(path, "INSERT INTO events VALUES ('h', ?, ?, ?, ?, NULL, NULL, NULL)",
-                        (end["seq"], end["type"], end["time"], dumps(end["data"])))
-        return path
-    return _text(path, [lines_of(batch), [dumps(row).encode()], lines_of(ends)])
 
 
 def padded_header(path: Path, size: int) -> Path:
@@ -223,7 +200,7 @@ def long_open_turn(path: Path, question: int) -> Path:
     lies further before the end of the file than a look at its last bytes reaches."""
     batches = agent_log(2, open_tail=True)
     batches[1][1]["data"]["content"][0]["text"] = "Q" * question
-    return _text(path, [lines_of(batch) for batch in batches])
+    return text_log(path, [lines_of(batch) for batch in batches])
 
 
 def torn_line(path: Path) -> Path:
@@ -304,89 +281,6 @@ def header_frame_without_newline(path: Path) -> Path:
     first, second = closed_batches()
     path.write_bytes(frame(HEADER_LINE) + frame(first) + frame(second))
     return path
-
-
-def expanding_frames(path: Path, frames: int, per_frame: int) -> Path:
-    """An open turn, then `frames` identical frames of `per_frame` `"turn/end"` lines: a few hundred bytes that decode
-    to more records than SESSION-STORAGE-RECORD.3 allows."""
-    write_zstd(path, [lines_of(agent_log(1, open_tail=True)[0])])
-    one = zstandard.ZstdCompressor(level=19, write_checksum=True).compress(b'"turn/end"\n' * per_frame)
-    with path.open("ab") as stream:
-        stream.write(one * frames)
-    return path
-
-
-def plaintext_bomb(path: Path, frames: int, lines: int, size: int) -> Path:
-    """The closed one-turn log, then `frames` identical frames of `lines` lines of `size` bytes of `x` (no JSON: a torn
-    tail, each frame and line within its own bound): a few KB that decode to more plaintext than SESSION-STORAGE-RECORD.3
-    allows a small file, 256 MiB."""
-    write_zstd(path, [lines_of(agent_log(1)[0])])
-    line = b"x" * (size - 1) + b"\n"
-    plain = io.BytesIO()
-    with zstandard.ZstdCompressor(level=3, write_checksum=True).stream_writer(plain, size=size * lines,
-                                                                              closefd=False) as writer:
-        for _ in range(lines):
-            writer.write(line)
-    with path.open("ab") as stream:
-        stream.write(plain.getvalue() * frames)
-    return path
-
-
-def budget_rows(path: Path, rows: int, members: int) -> Path:
-    """SESSION-STORAGE-RECORD.3: an open turn, then one frame of `rows` packed rows of `members` one-letter texts each
-    (nothing after them: a load that did not count the members would close the turn): a few hundred bytes of zstd whose
-    rows expand to as many records as a small file's budget allows, 65,536 (the header line, the turn's three records
-    and 65,532 members), or more, each row within SESSION-CHUNK-ROWS.8."""
-    head = agent_log(1, open_tail=True)[0][:3]  # turn/start, user/message, step/start
-    packed = [{"type": "text-chunks", "seq0": 3 + k * members, "time0": 2000,
-               "data": {"turn": 1, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": ["a"] * members}}
-              for k in range(rows)]
-    return write_zstd(path, [lines_of(head), [dumps(row).encode() for row in packed]])
-
-
-def sqlite_budget_rows(path: Path, rows: int) -> Path:
-    """SESSION-STORAGE-RECORD.3 in SQLite: an open turn, then `rows` packed rows of 1,024 one-letter texts each (the
-    most a SQLite row holds, SESSION-CHUNK-ROWS.5), each row's data a zstd BLOB of a few dozen bytes (SESSION-SQLITE-
-    ROW.2): a file of tens of KB whose rows expand to more records than its budget, 65,536."""
-    members = 1_024
-    write_sqlite(path, [agent_log(1, open_tail=True)[0][:3]], fixed=True)  # turn/start, user/message, step/start
-    with contextlib.closing(sqlite3.connect(path)) as connection:
-        for k in range(rows):
-            data = dumps({"turn": 1, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": ["a"] * members})
-            connection.execute("INSERT INTO events VALUES ('h', ?, 'text-chunks', 2000, ?, NULL, NULL, 0)",
-                               (3 + k * members, frame(data.encode())))
-        connection.commit()
-        connection.execute("VACUUM")
-    return path
-
-
-def large_blob(path: Path, seq: int, size: int) -> Path:
-    """SESSION-STORAGE-RECORD.1: the closed SQLite log, the data of the row at `seq` a zstd BLOB (SESSION-SQLITE-ROW.2)
-    of a JSON string `size` bytes long: a few KB that a reader must stop decoding at the bound, 64 MiB."""
-    clean(path)
-    blob = frame(b'"' + b"a" * (size - 2) + b'"')
-    return edit_sqlite(path, "UPDATE events SET data = ? WHERE seq = ?", (blob, seq))
-
-
-def many_records(path: Path, records: int) -> Path:
-    """A frame of exactly `records` records (SESSION-ZSTD-FRAMES.5's count): a turn of ignorable events between its
-    start and its committed end, so a frame refused is corruption rather than a torn tail."""
-    extra = [{"type": "plugin/note", "seq": 1 + k, "time": 1001, "data": None, "ignorable": True}
-             for k in range(records - 2)]
-    ends = [{"type": "turn/start", "seq": 0, "time": 1000, "data": {"turn": 1}}, *extra,
-            {"type": "turn/end", "seq": records - 1, "time": 1002, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
-    return _text(path, [[dumps(record).encode() for record in ends]])
-
-
-def long_record(path: Path, size: int, pad: int = 0, trail: int = 0) -> Path:
-    """A closed turn, then an ignorable event whose line is exactly `size` bytes (SESSION-STORAGE-RECORD.1), `pad` of
-    them JSON whitespace before its closing brace and `trail` after it. The bound measures the line: a load's answer
-    carries the event without its whitespace, so the answer to a log with a record at the bound still fits an answer
-    line (64 MiB, spec/10); and a line past the bound is refused even where the JSON value in it ends within it."""
-    head = b'{"type":"plugin/note","seq":12,"time":1012,"data":"'
-    tail = b'","ignorable":true' + b" " * pad + b"}"
-    line = head + b"a" * (size - trail - len(head) - len(tail)) + tail + b" " * trail
-    return _text(path, [lines_of(agent_log(1)[0]), [line]])
 
 
 def damaged_page(path: Path) -> Path:

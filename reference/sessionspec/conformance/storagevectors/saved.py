@@ -22,8 +22,9 @@ from typing import Any, Final
 from sessionspec import live
 from sessionspec.catalog import DEFAULT_CATALOG
 from sessionspec.conformance.storagevectors import layouts
+from sessionspec.conformance.storagevectors.bounds import RECORD_BOUND
 from sessionspec.conformance.storagevectors.builders import agent_log
-from sessionspec.conformance.storagevectors.cases import RECORD_BOUND, SUFFIX
+from sessionspec.conformance.storagevectors.cases import SUFFIX
 from sessionspec.errors import SpecViolation
 from sessionspec.jsontext import dumps
 from sessionspec.testing.choose import replacement, seeded, valid_append
