@@ -122,15 +122,6 @@ def test_a_vector_file_name_cannot_leave_its_directory(tmp_path: Path) -> None:
         vectorfiles.materialize({"id": "x", "backend": "jsonl", "file": "../../etc/passwd", "directory": "."}, tmp_path)
 
 
-def test_a_stale_or_extra_storage_file_is_found(tmp_path: Path) -> None:
-    directory = tmp_path / "storage"
-    directory.mkdir()
-    (directory / "stray.jsonl").write_bytes(b"")
-    problems = vectorfiles.check(directory)
-    assert "storage/stray.jsonl: no case generates it" in problems
-    assert any(p.endswith("missing (run `sessionspec vectors generate`)") for p in problems)
-
-
 def test_the_live_testee_loads_as_the_store_does_and_the_vectors_as_the_gate(monkeypatch: pytest.MonkeyPatch,
                                                                               tmp_path: Path) -> None:
     """`serve --impl live` answers a JSONL load with the store's own load, its fast form first (what a program using

@@ -10,6 +10,7 @@ from referencing import Registry, Resource
 from sessionspec.cli import main
 from sessionspec.conformance import vectors
 from sessionspec.conformance.registry import all_rules
+from sessionspec.conformance.storagevectors import vectorfiles
 from sessionspec.errors import Kind
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "spec" / "schema"
@@ -18,6 +19,17 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "spec" / "schema"
 def test_committed_vectors_are_current_and_cover_every_reachable_rule() -> None:
     assert vectors.check() == []
     assert main(["vectors", "check"]) == 0
+
+
+def test_a_stale_or_extra_storage_file_is_found(tmp_path: Path) -> None:
+    """Here, beside `vectors check`, so one process generates the storage vectors once for both (seconds: the logs at
+    the bounds are loaded to state their answers)."""
+    directory = tmp_path / "storage"
+    directory.mkdir()
+    (directory / "stray.jsonl").write_bytes(b"")
+    problems = vectorfiles.check(directory)
+    assert "storage/stray.jsonl: no case generates it" in problems
+    assert any(p.endswith("missing (run `sessionspec vectors generate`)") for p in problems)
 
 
 def test_generation_is_byte_identical(tmp_path: Path) -> None:
