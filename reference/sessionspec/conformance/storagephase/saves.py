@@ -39,6 +39,7 @@ from sessionspec.testing.strategies import Request
 from sessionspec.wire.compare import same_json
 from sessionspec.wire.divergence import Divergence, divergence
 from sessionspec.wire.exchange import DivergenceFound, Exchange
+from sessionspec.wire.protocol import Answer
 from sessionspec.wire.storageops import SAVES_WHAT_LOADS
 
 
@@ -91,6 +92,22 @@ def judge_file(path: Path, backend: str, events: list[Any], layout: Any = None) 
     return why
 
 
+def _file_divergence(exchange: Exchange, name: str, backend: str, answer: Answer, why: list[str]) -> Divergence:
+    """A saved file judged wrong, as the family `save:SESSION-CONFORMANCE-STORAGE.2 differs:...`: its trace is the
+    session's requests and the save in this backend (a bound session's `create` is a raw line, kept as it is)."""
+    trace = [request for request in exchange.trace
+             if not isinstance(request, dict) or request.get("op") != "save" or request["backend"] == backend]
+    found = divergence("vector", f"save:{name}:{backend}", "save", answer, answer, trace, why)
+    found.named = SAVES_WHAT_LOADS
+    return found
+
+
+def _outcomes(name: str, backends: tuple[str, ...], found: dict[str, Divergence], seconds: float) -> list[VectorOutcome]:
+    """One save case a backend: failed with its divergence, or passed."""
+    return [VectorOutcome(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds, found.get(backend),
+                          rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends]
+
+
 def _attempt(exchange: Exchange, name: str, requests: list[Request], backends: tuple[str, ...],
              workdir: Path, laid: layouts.Layouts | None = None) -> dict[str, Divergence]:
     """One session on both sides, saved by the testee in each backend and each file judged: the divergences by
@@ -114,10 +131,7 @@ def _attempt(exchange: Exchange, name: str, requests: list[Request], backends: t
     for backend, path in paths.items():
         why = judge_file(path, backend, list(snapshot.get("events", [])), (laid or {}).get((name, backend)))
         if why:
-            trace = [request for request in exchange.trace if request.get("op") != "save" or request["backend"] == backend]
-            found[backend] = divergence("vector", f"save:{name}:{backend}", "save", {"ok": True}, {"ok": True}, trace,
-                                        why)
-            found[backend].named = SAVES_WHAT_LOADS
+            found[backend] = _file_divergence(exchange, name, backend, {"ok": True}, why)
     return found
 
 
@@ -154,8 +168,7 @@ def check_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Path,
         for backend, divergent in list(found.items()):
             found[backend] = _shortest(exchange, name, requests, backend, workdir, divergent)
         seconds = (time.perf_counter() - started) / len(backends_of)
-        out.extend(VectorOutcome(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
-                           found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required") for backend in backends_of)
+        out.extend(_outcomes(name, backends_of, found, seconds))
     return out
 
 
@@ -185,10 +198,7 @@ def _bound_attempt(exchange: Exchange, name: str, line: str, backends: tuple[str
             if path.exists() else [])
         path.unlink(missing_ok=True)  # 64 MiB each; the trace makes it again
         if why:
-            trace = [request for request in exchange.trace
-                     if not isinstance(request, dict) or request.get("op") != "save" or request["backend"] == backend]
-            found[backend] = divergence("vector", f"save:{name}:{backend}", "save", answer, answer, trace, why)
-            found[backend].named = SAVES_WHAT_LOADS
+            found[backend] = _file_divergence(exchange, name, backend, answer, why)
     return found
 
 
@@ -209,7 +219,5 @@ def check_bound_saves(exchange: Exchange, backends: tuple[str, ...], workdir: Pa
         finally:
             exchange.connection.timeout = timeout
         seconds = (time.perf_counter() - started) / len(backends_of)
-        out.extend(VectorOutcome(f"save:{name}:{backend}", "failed" if backend in found else "passed", seconds,
-                                 found.get(backend), rules=(SAVES_WHAT_LOADS,), level="required")
-                   for backend in backends_of)
+        out.extend(_outcomes(name, backends_of, found, seconds))
     return out

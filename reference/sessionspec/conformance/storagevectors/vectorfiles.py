@@ -138,8 +138,8 @@ def _generated() -> dict[str, bytes]:
 
 @functools.cache
 def _generated_once() -> dict[str, bytes]:
-    """Built once a process: the files are a function of the code alone (about 15 s, most of it the gate's load of
-    the generated logs at the bounds), and `check`, `write` and the tests each want all of them."""
+    """Built once a process: the files are a function of the code alone (about 30 s, most of it the gate's load of
+    the generated logs at the bounds: 64 MiB records, 65,536 records), and `check`, `write` and the tests each want all of them."""
     with tempfile.TemporaryDirectory(prefix="sessionspec-storage-vectors-") as scratch:
         return generate_all(Path(scratch))
 
